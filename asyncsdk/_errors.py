@@ -1,0 +1,211 @@
+"""The one exception tree of the SDK.
+
+::
+
+    AsyncSDKError                      every error this package raises
+    ├── ConfigurationError             you misused the library (missing key, closed client, bad option)
+    ├── ValidationError                a request would be wrong; caught before anything was sent
+    │   └── UploadError                a file to upload breaks a rule (format, size, role)
+    ├── APIError                       the service (or what stands in front of it) answered badly
+    │   ├── APIStatusError             a non-2xx answer; carries status, key, message, headers
+    │   │   ├── BadRequestError            400
+    │   │   ├── AuthenticationError        401
+    │   │   ├── PermissionDeniedError      403
+    │   │   ├── NotFoundError              404
+    │   │   ├── UnprocessableEntityError   422
+    │   │   ├── RateLimitError             429
+    │   │   └── ServerError                5xx
+    │   ├── APIConnectionError         the request could not be carried out on the network
+    │   │   └── APITimeoutError        ... because a connect or total timeout passed
+    │   └── APIDecodeError             a 2xx body that matches no model (an HTML page from a proxy)
+    ├── ProcessFailedError             a process ended with status ``failed`` (only where asked for)
+    └── WaitTimeoutError               waiting for a process passed its deadline
+
+``ConfigurationError`` and ``ValidationError`` mean "fix the call"; ``APIError`` means "the other
+side said no or could not be reached".  No message, repr or attribute ever holds the API key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+__all__ = [
+    "APIConnectionError",
+    "APIDecodeError",
+    "APIError",
+    "APIStatusError",
+    "APITimeoutError",
+    "AsyncSDKError",
+    "AuthenticationError",
+    "BadRequestError",
+    "ConfigurationError",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "ProcessFailedError",
+    "RateLimitError",
+    "ServerError",
+    "UnprocessableEntityError",
+    "UploadError",
+    "ValidationError",
+    "WaitTimeoutError",
+    "status_error_class",
+]
+
+
+class AsyncSDKError(Exception):
+    """Base class of every error raised by this package."""
+
+
+class ConfigurationError(AsyncSDKError):
+    """The library was used wrongly: a missing API key, a closed client, an invalid option."""
+
+
+class ValidationError(AsyncSDKError):
+    """A request would break a rule of the service; nothing was sent."""
+
+
+class UploadError(ValidationError):
+    """A file to upload breaks a rule (format, size, role); names the file and the rule."""
+
+    def __init__(self, message: str, *, filename: str | None = None) -> None:
+        super().__init__(message)
+        self.filename = filename
+
+
+class APIError(AsyncSDKError):
+    """The service, or something between us and it, answered badly or not at all."""
+
+    def __init__(self, message: str, *, method: str = "", url: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.method = method
+        self.url = url
+
+
+class APIStatusError(APIError):
+    """A non-2xx answer. ``key`` is the service's ``api_error_...`` key, or ``""`` when absent."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int,
+        key: str = "",
+        headers: Mapping[str, str] | None = None,
+        body: str = "",
+        method: str = "",
+        url: str = "",
+    ) -> None:
+        super().__init__(message, method=method, url=url)
+        self.status = status
+        self.key = key
+        self.headers: Mapping[str, str] = dict(headers or {})
+        self.body = body
+
+    def __str__(self) -> str:
+        where = f" ({self.method} {self.url})" if self.method else ""
+        key = f" [{self.key}]" if self.key else ""
+        return f"{self.status}{key}: {self.message}{where}"
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(status={self.status!r}, key={self.key!r}, "
+            f"message={self.message!r})"
+        )
+
+
+class BadRequestError(APIStatusError):
+    """400: a missing field, an invalid value, a wrong asset role."""
+
+
+class AuthenticationError(APIStatusError):
+    """401: the ``x-api-key`` header is missing or the key is invalid."""
+
+
+class PermissionDeniedError(APIStatusError):
+    """403: the key is valid but its plan lacks the tool or endpoint."""
+
+
+class NotFoundError(APIStatusError):
+    """404: the project, order, process or asset does not exist."""
+
+
+class UnprocessableEntityError(APIStatusError):
+    """422: asset_map keys, widget slug or item slug do not fit the tool."""
+
+
+class RateLimitError(APIStatusError):
+    """429: the account's rate limit was passed. ``retry_after`` is in seconds when given."""
+
+    @property
+    def retry_after(self) -> float | None:
+        from asyncsdk._sansio import parse_retry_after
+
+        return parse_retry_after(self.headers)
+
+
+class ServerError(APIStatusError):
+    """5xx: the service or a proxy in front of it failed."""
+
+
+class APIConnectionError(APIError):
+    """The request could not be carried out: refused, reset, DNS failure, dropped response.
+
+    ``request_sent`` tells whether the request may have reached the server: when it is true a
+    POST was *not* retried, because repeating it could create a second, paid-for process.
+    """
+
+    def __init__(
+        self, message: str, *, request_sent: bool = True, method: str = "", url: str = ""
+    ) -> None:
+        super().__init__(message, method=method, url=url)
+        self.request_sent = request_sent
+
+
+class APITimeoutError(APIConnectionError):
+    """A connect or total timeout passed."""
+
+
+class APIDecodeError(APIError):
+    """A body that matches no model: not JSON, or JSON of the wrong shape."""
+
+    def __init__(
+        self, message: str, *, status: int = 0, body: str = "", method: str = "", url: str = ""
+    ) -> None:
+        super().__init__(message, method=method, url=url)
+        self.status = status
+        self.body = body
+
+
+class ProcessFailedError(AsyncSDKError):
+    """A process finished with status ``failed``; ``process`` holds the final model."""
+
+    def __init__(self, message: str, *, process: object) -> None:
+        super().__init__(message)
+        self.process = process
+
+
+class WaitTimeoutError(AsyncSDKError, TimeoutError):
+    """Waiting for a process passed its deadline. The process may still finish later."""
+
+    def __init__(self, message: str, *, process_id: str, last_status: str | None = None) -> None:
+        super().__init__(message)
+        self.process_id = process_id
+        self.last_status = last_status
+
+
+_STATUS_CLASSES: dict[int, type[APIStatusError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    422: UnprocessableEntityError,
+    429: RateLimitError,
+}
+
+
+def status_error_class(status: int) -> type[APIStatusError]:
+    """The exception class for an HTTP status (``APIStatusError`` for the unnamed ones)."""
+    if status >= 500:
+        return ServerError
+    return _STATUS_CLASSES.get(status, APIStatusError)

@@ -1,0 +1,292 @@
+"""Typed, frozen models of every resource and response of the service.
+
+Models hold values only: no I/O, no (de)serialisation.  Decoding from the wire lives in
+``_convert.py``.  Server-controlled values (statuses, roles, slugs) are plain ``str``; the known
+values are constants on the small namespaces below, never closed enums, so a value the service adds
+tomorrow still parses.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Generic, TypeVar
+
+import attrs
+
+__all__ = [
+    "Asset",
+    "AssetRole",
+    "CreatedOrder",
+    "CreatedProcesses",
+    "Feedback",
+    "Order",
+    "OrderProcess",
+    "OrderStatus",
+    "Page",
+    "Pagination",
+    "Process",
+    "ProcessCompleted",
+    "ProcessStatus",
+    "Project",
+    "ResultAsset",
+    "Tool",
+    "ToolSlug",
+    "V1Submitted",
+    "V1Upload",
+    "Widget",
+    "WidgetItem",
+]
+
+T = TypeVar("T")
+
+
+class ProcessStatus:
+    """Known values of ``Process.status``; others may appear and still parse."""
+
+    PENDING: Final = "pending"
+    PROCESSING: Final = "processing"
+    DONE: Final = "done"
+    FAILED: Final = "failed"
+    FINISHED: Final = frozenset({DONE, FAILED})
+
+
+class OrderStatus:
+    """Known values of ``Order.status``."""
+
+    IDLE: Final = "idle"
+    ACTIVE: Final = "active"
+
+
+class AssetRole:
+    """Known values of ``asset_role``."""
+
+    PRIMARY_ANGLE: Final = "primary_angle"
+    SECONDARY_ANGLE: Final = "secondary_angle"
+    MASK: Final = "mask"
+    RESULT: Final = "result"
+
+
+class ToolSlug:
+    """Tool slugs of the catalogue (spec 2.4). ``FURNITURE_RESTYLE`` is an alias of the set restyle."""
+
+    VIRTUAL_STAGING: Final = "tool-virtual-staging"
+    VIRTUAL_RESTAGING: Final = "tool-virtual-restaging"
+    ITEM_REMOVAL: Final = "tool-item-removal"
+    ITEM_REMOVAL_MASK: Final = "tool-item-removal-mask"
+    IMAGE_ENHANCEMENT: Final = "tool-image-enhancement"
+    INTERIOR_DESIGN: Final = "tool-interior-design"
+    FURNITURE_SET_RESTYLE: Final = "tool-furniture-set-restyle"
+    FURNITURE_RESTYLE: Final = "tool-furniture-restyle"
+    WALL_CHANGE: Final = "tool-wall-change"
+    FLOOR_CHANGE: Final = "tool-floor-change"
+    CEILING_CHANGE: Final = "tool-ceiling-change"
+    BACKSPLASH_CHANGE: Final = "tool-backsplash-change"
+    UNDER_CONSTRUCTION: Final = "tool-under-construction"
+    DAY_TO_DUSK: Final = "tool-day-to-dusk"
+
+
+@attrs.frozen(kw_only=True)
+class Project:
+    """A property: the container of orders (spec 2.1)."""
+
+    id: str
+    address: str
+    cover_src: str = ""
+    input_count: int = 0
+    result_count: int = 0
+    bookmarked_count: int = 0
+    default: bool = False
+    updated_at: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class Pagination:
+    """Where a page stands (spec 4.3). ``previous_page``/``next_page`` are ``""`` when none."""
+
+    page: int
+    limit: int
+    total_count: int
+    total_pages: int
+    previous_page: str = ""
+    next_page: str = ""
+
+    @property
+    def has_next(self) -> bool:
+        return bool(self.next_page)
+
+
+@attrs.frozen(kw_only=True)
+class Page(Generic[T]):
+    """One page of a listing and its pagination."""
+
+    data: tuple[T, ...]
+    pagination: Pagination
+
+
+@attrs.frozen(kw_only=True)
+class Asset:
+    """An input image of an order. ``thumbnail_src`` is ``""`` in the order-creation answer."""
+
+    id: str
+    src: str = ""
+    asset_type: str = "image"
+    asset_role: str = AssetRole.PRIMARY_ANGLE
+    thumbnail_src: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class ResultAsset:
+    """An output image. ``src`` is read from ``src`` or ``temp_src`` (webhook spelling)."""
+
+    asset_id: str
+    src: str = ""
+    thumbnail_src: str = ""
+    asset_type: str = "image"
+    asset_role: str = AssetRole.RESULT
+
+
+@attrs.frozen(kw_only=True)
+class Feedback:
+    type: str = ""
+    description: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class Process:
+    """One AI job (spec 2.3)."""
+
+    id: str
+    tool: str
+    status: str
+    final_assets: tuple[ResultAsset, ...] = ()
+    bookmarked: bool = False
+    feedback: Feedback = Feedback()
+    process_group_id: str | None = None
+
+    @property
+    def is_finished(self) -> bool:
+        """True once the status is ``done`` or ``failed``."""
+        return self.status in ProcessStatus.FINISHED
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == ProcessStatus.DONE
+
+
+@attrs.frozen(kw_only=True)
+class OrderProcess:
+    """A process as listed inside an order."""
+
+    id: str
+    tool: str
+    status: str
+    final_assets: tuple[ResultAsset, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class Order:
+    """A bundle of input images and the processes run on them (spec 2.2)."""
+
+    id: str
+    project_id: str = ""
+    entry_assets: tuple[Asset, ...] = ()
+    status: str = OrderStatus.IDLE
+    created_at: str = ""
+    updated_at: str = ""
+    processes: tuple[OrderProcess, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class CreatedOrder:
+    """The answer to order creation (spec 4.5) and to appending a mask (4.6)."""
+
+    order_id: str
+    assets: tuple[Asset, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class CreatedProcesses:
+    """The answer to process creation: one request may create several processes."""
+
+    process_ids: tuple[str, ...]
+    process_group_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Tool:
+    """A tool of the catalogue (spec 2.4)."""
+
+    id: str
+    name: str
+    slug: str
+    is_active: bool = True
+
+
+@attrs.frozen(kw_only=True)
+class WidgetItem:
+    """One choice of a widget. ``accessible_in`` is ``None`` when unrestricted."""
+
+    slug: str
+    name: str = ""
+    description: str = ""
+    prompt: str = ""
+    priority: int = 0
+    is_active: bool = True
+    is_default: bool = False
+    icon_src: str = ""
+    accessible_in: tuple[str, ...] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Widget:
+    """A setting of a tool and its items (spec 2.5)."""
+
+    id: str
+    slug: str
+    name: str = ""
+    description: str = ""
+    is_optional: bool = True
+    is_active: bool = True
+    priority: int = 0
+    type: str = ""
+    tool: str = ""
+    items: tuple[WidgetItem, ...] = ()
+    related: tuple[str, ...] | None = None
+    key: str = ""
+    created_at: str = ""
+    updated_at: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class ProcessCompleted:
+    """The ``process.completed`` webhook event (spec 6)."""
+
+    event: str
+    process_id: str
+    order_id: str
+    tool: str
+    status: str
+    final_assets: tuple[ResultAsset, ...] = ()
+
+    @property
+    def dedup_key(self) -> tuple[str, str, str]:
+        """(event, process_id, status): the identity of a delivery; never a hash of the body."""
+        return (self.event, self.process_id, self.status)
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == ProcessStatus.DONE
+
+
+@attrs.frozen(kw_only=True)
+class V1Upload:
+    """The answer to the legacy image upload (spec 4.13)."""
+
+    order_id: str
+
+
+@attrs.frozen(kw_only=True)
+class V1Submitted:
+    """The answer to the legacy order submit; the spec shows no body, so every field may be empty."""
+
+    order_id: str = ""
+    status: str = ""

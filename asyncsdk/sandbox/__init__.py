@@ -1,0 +1,1 @@
+"""A local emulator of the service, for tests and the demo."""

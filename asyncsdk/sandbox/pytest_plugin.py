@@ -1,0 +1,1 @@
+"""pytest fixtures that run the sandbox in-process on an ephemeral port."""
