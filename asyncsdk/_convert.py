@@ -1,9 +1,9 @@
 """The private cattrs converter: wire JSON -> frozen models.
 
-One converter per client, built by :func:`make_converter`.  Lenient by default (unknown keys are
-ignored so the service may add fields); ``strict=True`` forbids unknown keys and is what the tests use
-against recorded fixtures.  Field renames for the catalogue's camelCase keys and the two spellings of
-result URLs (``src``/``temp_src``) live here, not in the models.
+One converter per client, built by :func:`make_converter`.  Lenient by default (unknown keys
+are ignored so the service may add fields); ``strict=True`` forbids unknown keys and is what the
+tests use against recorded fixtures.  Field renames for the catalogue's camelCase keys and the two
+spellings of result URLs (``src``/``temp_src``) live here, not in the models.
 """
 
 from __future__ import annotations
@@ -48,14 +48,10 @@ def make_converter(*, strict: bool = False) -> cattrs.Converter:
     conv = cattrs.Converter(forbid_extra_keys=strict)
 
     for cls, renames in _CAMEL.items():
+        overrides: dict[str, Any] = {name: override(rename=wire) for name, wire in renames.items()}
         conv.register_structure_hook(
             cls,
-            make_dict_structure_fn(
-                cls,
-                conv,
-                _cattrs_forbid_extra_keys=strict,
-                **{name: override(rename=wire) for name, wire in renames.items()},
-            ),
+            make_dict_structure_fn(cls, conv, _cattrs_forbid_extra_keys=strict, **overrides),
         )
 
     plain_result = make_dict_structure_fn(ResultAsset, conv, _cattrs_forbid_extra_keys=strict)
@@ -91,8 +87,8 @@ def make_converter(*, strict: bool = False) -> cattrs.Converter:
 def unwrap_envelope(body: Any) -> Any:
     """Strip the live API's ``{"data": ..., "message": ...}`` envelope from an object answer.
 
-    Only an object inside ``data`` is unwrapped: list answers (``{data: [...], pagination}``) have the
-    same shape in both forms and are decoded as they are.
+    Only an object inside ``data`` is unwrapped: list answers (``{data: [...], pagination}``)
+    have the same shape in both forms and are decoded as they are.
     """
     if (
         isinstance(body, Mapping)

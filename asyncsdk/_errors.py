@@ -3,7 +3,7 @@
 ::
 
     AsyncSDKError                      every error this package raises
-    ├── ConfigurationError             you misused the library (missing key, closed client, bad option)
+    ├── ConfigurationError             the library was misused (missing key, closed client, option)
     ├── ValidationError                a request would be wrong; caught before anything was sent
     │   └── UploadError                a file to upload breaks a rule (format, size, role)
     ├── APIError                       the service (or what stands in front of it) answered badly
@@ -28,6 +28,8 @@ side said no or could not be reached".  No message, repr or attribute ever holds
 from __future__ import annotations
 
 from collections.abc import Mapping
+
+from multidict import CIMultiDict, CIMultiDictProxy
 
 __all__ = [
     "APIConnectionError",
@@ -99,7 +101,8 @@ class APIStatusError(APIError):
         super().__init__(message, method=method, url=url)
         self.status = status
         self.key = key
-        self.headers: Mapping[str, str] = dict(headers or {})
+        # Case-insensitive, as HTTP header names are.
+        self.headers: Mapping[str, str] = CIMultiDictProxy(CIMultiDict(headers or {}))
         self.body = body
 
     def __str__(self) -> str:

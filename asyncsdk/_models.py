@@ -66,7 +66,7 @@ class AssetRole:
 
 
 class ToolSlug:
-    """Tool slugs of the catalogue (spec 2.4). ``FURNITURE_RESTYLE`` is an alias of the set restyle."""
+    """Tool slugs of the catalogue (spec 2.4); ``FURNITURE_RESTYLE`` aliases the set restyle."""
 
     VIRTUAL_STAGING: Final = "tool-virtual-staging"
     VIRTUAL_RESTAGING: Final = "tool-virtual-restaging"
@@ -286,7 +286,7 @@ class V1Upload:
 
 @attrs.frozen(kw_only=True)
 class V1Submitted:
-    """The answer to the legacy order submit; the spec shows no body, so every field may be empty."""
+    """The answer to the legacy order submit; the spec shows no body, so fields may be empty."""
 
     order_id: str = ""
     status: str = ""

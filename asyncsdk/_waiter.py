@@ -1,7 +1,7 @@
 """What the client needs from a webhook-fed registry in order to wait on it.
 
-The registry itself lives in :mod:`webhooks` (in memory or on Redis); the client depends only on this
-protocol, so the two halves stay apart and either can be used alone.
+The registry itself lives in :mod:`webhooks` (in memory or on Redis); the client depends only on
+this protocol, so the two halves stay apart and either can be used alone.
 """
 
 from __future__ import annotations

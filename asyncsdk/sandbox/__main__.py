@@ -1,0 +1,65 @@
+"""``python -m asyncsdk.sandbox``: serve the emulator until Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+
+from asyncsdk.sandbox._config import SandboxConfig
+from asyncsdk.sandbox._sandbox import run_forever
+
+__all__ = ["build_parser", "config_from_args", "main"]
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """The sandbox's command-line options (a CLI may pass its own sub-parser to fill)."""
+    p = parser or argparse.ArgumentParser(prog="python -m asyncsdk.sandbox", description=__doc__)
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8080, help="port to bind; 0 picks a free one")
+    p.add_argument("--pending-delay", type=float, default=1.0, help="seconds a process is pending")
+    p.add_argument("--processing-delay", type=float, default=3.0, help="seconds it is processing")
+    p.add_argument("--failure-rate", type=float, default=0.0, help="share of processes that fail")
+    p.add_argument("--webhook", action="append", default=[], help="webhook URL (repeatable)")
+    p.add_argument("--enveloped", action="store_true", help='answer {"data": ..., "message": "ok"}')
+    p.add_argument(
+        "--rate-limit", action="store_true", help="10 generations per 10 minutes per key"
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of every random choice")
+    return p
+
+
+def config_from_args(args: argparse.Namespace) -> SandboxConfig:
+    return SandboxConfig(
+        pending_delay=args.pending_delay,
+        processing_delay=args.processing_delay,
+        failure_rate=args.failure_rate,
+        webhook_urls=tuple(args.webhook),
+        enveloped=args.enveloped,
+        rate_limit=args.rate_limit,
+        seed=args.seed,
+    )
+
+
+async def _serve_until_signalled(args: argparse.Namespace) -> None:
+    """Serve; SIGTERM and SIGINT stop the server cleanly (its temporary files are removed)."""
+    task = asyncio.current_task()
+    assert task is not None
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):  # not on every platform
+            loop.add_signal_handler(sig, task.cancel)
+    with contextlib.suppress(asyncio.CancelledError):
+        await run_forever(args.host, args.port, config_from_args(args))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve_until_signalled(args))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

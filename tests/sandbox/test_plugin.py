@@ -1,0 +1,104 @@
+"""The pytest plugin, the public surface, and the command-line server."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import sys
+from importlib.metadata import entry_points
+
+import aiohttp
+import pytest
+
+import asyncsdk.sandbox
+from asyncsdk.sandbox import Sandbox, SandboxConfig
+
+
+@pytest.fixture
+def sandbox_config() -> SandboxConfig:
+    """Overrides the plugin's default for this module, as a user's conftest would."""
+    return SandboxConfig(enveloped=True, seed=7)
+
+
+async def test_sandbox_fixture_uses_the_overridden_config(sandbox: Sandbox) -> None:
+    assert sandbox.config.enveloped is True
+    assert sandbox.config.seed == 7
+    assert sandbox.base_url.startswith("http://127.0.0.1:")
+    assert sandbox.app_url == sandbox.base_url
+    assert sandbox.api_key == "sk_sandbox_enterprise"
+    async with aiohttp.ClientSession() as s, s.get(f"{sandbox.base_url}/api/tools") as r:
+        assert (await r.json())["message"] == "ok"
+
+
+def test_plugin_is_registered_and_imports_cleanly() -> None:
+    names = {ep.name: ep.value for ep in entry_points(group="pytest11")}
+    assert names.get("asyncsdk_sandbox") == "asyncsdk.sandbox.pytest_plugin"
+    plugin = importlib.import_module("asyncsdk.sandbox.pytest_plugin")
+    assert {"sandbox", "sandbox_config"} <= set(plugin.__all__)
+
+
+def test_public_names() -> None:
+    assert set(asyncsdk.sandbox.__all__) == {
+        "DEFAULT_API_KEY",
+        "LIMITED_API_KEY",
+        "Chaos",
+        "ChaosKind",
+        "ChaosRule",
+        "Delivery",
+        "Sandbox",
+        "SandboxConfig",
+        "Stats",
+        "main",
+        "run_forever",
+        "serve",
+    }
+
+
+async def test_stop_removes_the_files_and_a_sandbox_starts_once() -> None:
+    sb = Sandbox()
+    async with sb:
+        async with aiohttp.ClientSession(
+            base_url=sb.base_url, headers={"x-api-key": sb.api_key}
+        ) as s:
+            form = aiohttp.FormData()
+            from .conftest import gradient_jpeg
+
+            form.add_field("asset_file", gradient_jpeg(), filename="a.jpg")
+            async with s.post("/v3/order", data=form) as r:
+                assert r.status == 201
+        from asyncsdk.sandbox._app import RUNTIME
+
+        root = sb.app[RUNTIME].store.root
+        assert any(root.iterdir())
+        with pytest.raises(RuntimeError, match="already running"):
+            await sb.start()
+    assert not root.exists()
+
+
+def test_base_url_before_start_names_the_fix() -> None:
+    with pytest.raises(RuntimeError, match="async with Sandbox"):
+        _ = Sandbox().base_url
+
+
+async def test_command_line_server() -> None:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "asyncsdk.sandbox",
+        "--port",
+        "0",
+        "--pending-delay",
+        "0",
+        stdout=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert proc.stdout is not None
+        line = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
+        assert "serving on http://127.0.0.1:" in line
+        base = line.split("serving on ")[1].split()[0]
+        async with aiohttp.ClientSession() as s, s.get(f"{base}/api/tools") as r:
+            assert r.status == 200
+            assert len((await r.json())["data"]) == 13
+    finally:
+        proc.terminate()
+        assert await proc.wait() == 0  # SIGTERM stops it cleanly
