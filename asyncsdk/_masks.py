@@ -1,0 +1,345 @@
+"""Mask images for the mask-based removal tool (``tool-item-removal-mask``).
+
+The service reads a mask as blue ``#7878CD`` for "remove" and black for "keep" (spec 2.2,
+decision 7; the one sentence about white on the tool's page is wrong).  A wrong mask is not
+rejected by the service: the process runs, costs money and removes the wrong thing.  These helpers
+catch that before the upload:
+
+* :func:`check_mask` reads a mask and reports how much it removes, or raises :class:`MaskError`
+  when its colours or its size are wrong;
+* :func:`convert_white_mask` turns a white-on-black mask into the blue-on-black PNG;
+* :func:`mask_from_shapes` draws a mask from rectangles and polygons.
+
+Images come as a path, bytes or a Pillow ``Image``.  Pillow is an optional dependency
+(``pip install 'asyncsdk[images]'``), imported on first use.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Final, TypeAlias
+
+import attrs
+
+from asyncsdk._errors import ConfigurationError, ValidationError
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+__all__ = [
+    "KEEP_BLACK",
+    "REMOVE_BLUE",
+    "ImageSource",
+    "MaskError",
+    "MaskReport",
+    "check_mask",
+    "convert_white_mask",
+    "mask_from_shapes",
+]
+
+#: The colour that marks pixels to remove (``#7878CD``).
+REMOVE_BLUE: Final = (0x78, 0x78, 0xCD)
+#: The colour that marks pixels to keep.
+KEEP_BLACK: Final = (0, 0, 0)
+
+#: A path, the encoded bytes of an image file, or a Pillow image.
+ImageSource: TypeAlias = "str | os.PathLike[str] | bytes | Image.Image"
+
+Point: TypeAlias = tuple[float, float]
+Rectangle: TypeAlias = tuple[float, float, float, float]
+
+
+class MaskError(ValidationError):
+    """A mask breaks the blue/black convention or does not fit its photo.
+
+    ``report`` holds what was measured when the image could be read.
+    """
+
+    def __init__(self, message: str, *, report: MaskReport | None = None) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+@attrs.frozen(kw_only=True)
+class MaskReport:
+    """What a mask marks: pixel counts of remove (blue), keep (black) and stray colours."""
+
+    width: int
+    height: int
+    remove_pixels: int
+    keep_pixels: int
+    stray_pixels: int
+
+    @property
+    def total_pixels(self) -> int:
+        return self.width * self.height
+
+    @property
+    def remove_fraction(self) -> float:
+        """Share of the image marked for removal, 0.0 to 1.0."""
+        return self.remove_pixels / self.total_pixels
+
+    @property
+    def stray_fraction(self) -> float:
+        """Share of pixels that are neither blue nor black (JPEG artefacts, anti-aliased edges)."""
+        return self.stray_pixels / self.total_pixels
+
+
+def _require_pillow() -> None:
+    try:
+        import PIL.Image  # noqa: F401  (probe only; callers import what they use)
+    except ImportError as exc:
+        raise ConfigurationError(
+            "the mask helpers need Pillow, which is not installed: pip install 'asyncsdk[images]'"
+        ) from exc
+
+
+def _describe(source: ImageSource) -> str:
+    if isinstance(source, str | os.PathLike):
+        return f"file {os.fspath(source)!r}"
+    if isinstance(source, bytes | bytearray | memoryview):
+        return f"{len(source)} bytes"
+    return "image"
+
+
+def _flatten(image: Image.Image) -> Image.Image:
+    """RGB, with any transparency composited onto black (transparent means keep)."""
+    from PIL import Image
+
+    if image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info:
+        rgba = image.convert("RGBA")
+        background = Image.new("RGBA", rgba.size, (*KEEP_BLACK, 255))
+        background.alpha_composite(rgba)
+        return background.convert("RGB")
+    return image.convert("RGB")
+
+
+def _load(source: ImageSource, what: str) -> Image.Image:
+    """The image as RGB, read fully and detached from any file."""
+    _require_pillow()
+    from PIL import Image, UnidentifiedImageError
+
+    if isinstance(source, Image.Image):
+        return _flatten(source)
+    try:
+        if isinstance(source, bytes | bytearray | memoryview):
+            with Image.open(io.BytesIO(bytes(source))) as opened:
+                opened.load()
+                return _flatten(opened)
+        if isinstance(source, str | os.PathLike):
+            with Image.open(source) as opened:
+                opened.load()
+                return _flatten(opened)
+    except FileNotFoundError as exc:
+        raise MaskError(f"the {what} {_describe(source)} does not exist") from exc
+    except (UnidentifiedImageError, OSError) as exc:
+        raise MaskError(
+            f"the {what} ({_describe(source)}) is not a readable image: {exc}; "
+            "give a PNG or JPEG file, its bytes, or a PIL Image"
+        ) from exc
+    raise MaskError(f"the {what} must be a path, bytes or a PIL Image, not {type(source).__name__}")
+
+
+def _size_of(source: ImageSource, what: str) -> tuple[int, int]:
+    """Width and height, reading only the header of files and bytes."""
+    _require_pillow()
+    from PIL import Image, UnidentifiedImageError
+
+    if isinstance(source, Image.Image):
+        return source.size
+    try:
+        if isinstance(source, bytes | bytearray | memoryview):
+            with Image.open(io.BytesIO(bytes(source))) as opened:
+                return opened.size
+        if isinstance(source, str | os.PathLike):
+            with Image.open(source) as opened:
+                return opened.size
+    except FileNotFoundError as exc:
+        raise MaskError(f"the {what} {_describe(source)} does not exist") from exc
+    except (UnidentifiedImageError, OSError) as exc:
+        raise MaskError(f"the {what} ({_describe(source)}) is not a readable image: {exc}") from exc
+    raise MaskError(f"the {what} must be a path, bytes or a PIL Image, not {type(source).__name__}")
+
+
+def _near(image: Image.Image, colour: tuple[int, int, int], tolerance: int) -> Image.Image:
+    """An ``L`` image: 255 where every channel is within ``tolerance`` of ``colour``, else 0."""
+    from PIL import ImageChops
+
+    bands = image.split()
+    selected = None
+    for band, target in zip(bands, colour, strict=True):
+        table = [255 if abs(value - target) <= tolerance else 0 for value in range(256)]
+        hit = band.point(table)
+        selected = hit if selected is None else ImageChops.multiply(selected, hit)
+    assert selected is not None  # three bands always
+    return selected
+
+
+def _encode_png(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", optimize=True)
+    return buffer.getvalue()
+
+
+def check_mask(
+    mask: ImageSource,
+    photo: ImageSource | None = None,
+    *,
+    tolerance: int = 40,
+    max_stray: float = 0.02,
+) -> MaskReport:
+    """Check that ``mask`` follows the convention: blue ``#7878CD`` = remove, black = keep.
+
+    A pixel counts as blue or black when every channel is within ``tolerance`` (0-255) of it; up
+    to ``max_stray`` of the pixels (a fraction) may be neither, for JPEG artefacts and
+    anti-aliased edges.  When ``photo`` is given the sizes must be equal.  Raises
+    :class:`MaskError` naming the fix; returns a :class:`MaskReport` otherwise.
+    """
+    if not 0 <= tolerance < 60:
+        raise ValidationError(f"tolerance must be from 0 to 59 (per channel), not {tolerance!r}")
+    if not 0.0 <= max_stray < 1.0:
+        raise ValidationError(f"max_stray must be a fraction from 0.0 to 1.0, not {max_stray!r}")
+    image = _load(mask, "mask")
+    width, height = image.size
+    if photo is not None:
+        photo_size = _size_of(photo, "photo")
+        if photo_size != image.size:
+            raise MaskError(
+                f"the mask is {width}x{height} but the photo is {photo_size[0]}x{photo_size[1]}: "
+                "the mask must have the photo's size; draw it on the photo's canvas or resize it "
+                "with nearest-neighbour sampling (Image.resize(size, Image.NEAREST))"
+            )
+
+    blue = _near(image, REMOVE_BLUE, tolerance)
+    black = _near(image, KEEP_BLACK, tolerance)
+    remove = blue.histogram()[255]
+    keep = black.histogram()[255]
+    report = MaskReport(
+        width=width,
+        height=height,
+        remove_pixels=remove,
+        keep_pixels=keep,
+        stray_pixels=width * height - remove - keep,
+    )
+    if report.stray_fraction > max_stray:
+        raise MaskError(_stray_message(image, blue, black, report, max_stray), report=report)
+    if remove == 0:
+        raise MaskError(
+            "the mask marks nothing to remove: it has no blue (#7878CD) pixels. Paint the areas "
+            "to remove in #7878CD on black, or build the mask with mask_from_shapes()",
+            report=report,
+        )
+    return report
+
+
+def _stray_message(
+    image: Image.Image,
+    blue: Image.Image,
+    black: Image.Image,
+    report: MaskReport,
+    max_stray: float,
+) -> str:
+    from PIL import Image, ImageChops
+
+    valid = ImageChops.lighter(blue, black)
+    # Paint every valid pixel black, so that what is left to count is the stray colours.
+    strays = Image.composite(Image.new("RGB", image.size, KEEP_BLACK), image, valid)
+    counted = strays.getcolors(maxcolors=report.total_pixels) or []
+    ranked: list[tuple[int, tuple[int, int, int]]] = sorted(
+        (
+            (count, (colour[0], colour[1], colour[2]))
+            for count, colour in counted
+            if isinstance(colour, tuple) and colour[:3] != KEEP_BLACK
+        ),
+        key=lambda entry: -entry[0],
+    )
+    shown = ", ".join("#{:02X}{:02X}{:02X}".format(*colour) for _, colour in ranked[:3])
+    message = (
+        f"{report.stray_fraction:.1%} of the mask's pixels are neither blue #7878CD (remove) "
+        f"nor black (keep), more than the {max_stray:.1%} allowed; most common: {shown}."
+    )
+    whitish = sum(count for count, colour in ranked if min(colour) >= 200)
+    if whitish >= report.stray_pixels // 2:
+        return (
+            message + " This looks like a white-on-black mask: the service reads blue as remove, "
+            "so convert it with convert_white_mask(mask)"
+        )
+    return message + " Repaint those areas in #7878CD (remove) or black (keep)"
+
+
+def convert_white_mask(mask: ImageSource, *, threshold: int = 128) -> bytes:
+    """Turn a white-on-black mask into the service's blue-on-black PNG.
+
+    Pixels whose brightness is at least ``threshold`` (and pixels already blue) become
+    ``#7878CD``; all others become black.  Transparent pixels count as black.
+    """
+    if not 0 < threshold <= 255:
+        raise ValidationError(f"threshold must be from 1 to 255, not {threshold!r}")
+    image = _load(mask, "mask")
+    from PIL import Image, ImageChops  # after _load, which reports a missing Pillow
+
+    bright = image.convert("L").point([255 if v >= threshold else 0 for v in range(256)])
+    selection = ImageChops.lighter(bright, _near(image, REMOVE_BLUE, 40))
+    result = Image.new("RGB", image.size, KEEP_BLACK)
+    result.paste(REMOVE_BLUE, box=(0, 0, *image.size), mask=selection)
+    return _encode_png(result)
+
+
+def mask_from_shapes(
+    size: tuple[int, int] | ImageSource,
+    *,
+    rectangles: Iterable[Rectangle] = (),
+    polygons: Iterable[Sequence[Point]] = (),
+) -> bytes:
+    """Draw a blue-on-black mask PNG: the given shapes are removed, everything else is kept.
+
+    ``size`` is ``(width, height)`` or the photo itself (its size is used).  ``rectangles`` are
+    ``(x0, y0, x1, y1)`` with ``x0 < x1`` and ``y0 < y1``; ``polygons`` are lists of at least three
+    ``(x, y)`` points.  Coordinates are pixels from the top-left corner.
+    """
+    _require_pillow()
+    from PIL import Image, ImageDraw
+
+    if isinstance(size, tuple):
+        if len(size) != 2 or not all(isinstance(v, int) and v > 0 for v in size):
+            raise ValidationError(f"size must be (width, height) in positive pixels, not {size!r}")
+        width, height = size
+    else:
+        width, height = _size_of(size, "photo")
+
+    rects = [tuple(rect) for rect in rectangles]
+    polys = [list(poly) for poly in polygons]
+    if not rects and not polys:
+        raise MaskError("no shapes given: pass rectangles=[(x0, y0, x1, y1)] or polygons=[[...]]")
+
+    def on_canvas(xs: Sequence[float], ys: Sequence[float]) -> bool:
+        return max(xs) >= 0 and max(ys) >= 0 and min(xs) < width and min(ys) < height
+
+    image = Image.new("RGB", (width, height), KEEP_BLACK)
+    draw = ImageDraw.Draw(image)
+    for number, rect in enumerate(rects):
+        if len(rect) != 4:
+            raise MaskError(f"rectangle {number} must be (x0, y0, x1, y1), not {rect!r}")
+        x0, y0, x1, y1 = rect
+        if not (x0 < x1 and y0 < y1):
+            raise MaskError(
+                f"rectangle {number} {rect!r} is empty or reversed: give (x0, y0, x1, y1) with "
+                "x0 < x1 and y0 < y1"
+            )
+        if not on_canvas((x0, x1), (y0, y1)):
+            raise MaskError(f"rectangle {number} {rect!r} lies outside the {width}x{height} image")
+        # Pillow's rectangle includes both corners; (x1, y1) is exclusive here, as in a box.
+        draw.rectangle((x0, y0, x1 - 1, y1 - 1), fill=REMOVE_BLUE)
+    for number, poly in enumerate(polys):
+        if len(poly) < 3 or not all(len(point) == 2 for point in poly):
+            raise MaskError(
+                f"polygon {number} needs at least three (x, y) points, got {len(poly)}: {poly!r}"
+            )
+        xs = [point[0] for point in poly]
+        ys = [point[1] for point in poly]
+        if not on_canvas(xs, ys):
+            raise MaskError(f"polygon {number} lies outside the {width}x{height} image")
+        draw.polygon([(x, y) for x, y in poly], fill=REMOVE_BLUE)
+    return _encode_png(image)
