@@ -1,0 +1,715 @@
+"""The endpoints of the service, grouped as ``client.projects``, ``.orders``, ``.processes``,
+``.tools`` and ``.v1``.
+
+A resource method checks its arguments (``ValidationError`` before anything is sent), builds a
+:class:`~asyncsdk._sansio.Request`, and hands it with a decoder to the one transport.  Decoders turn
+the JSON value (envelope already removed) into models with the client's converter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import attrs
+import cattrs
+from yarl import URL
+
+from asyncsdk._errors import (
+    AsyncSDKError,
+    ProcessFailedError,
+    ValidationError,
+    WaitTimeoutError,
+)
+from asyncsdk._limits import GenerationLimit
+from asyncsdk._models import (
+    AssetRole,
+    CreatedOrder,
+    CreatedProcesses,
+    Order,
+    Page,
+    Pagination,
+    Process,
+    ProcessCompleted,
+    ProcessStatus,
+    Project,
+    Tool,
+    V1Submitted,
+    V1Upload,
+    Widget,
+)
+from asyncsdk._sansio import (
+    Request,
+    Timeout,
+    endpoint,
+    next_page_params,
+    query,
+    require_text,
+)
+from asyncsdk._transport import Transport
+from asyncsdk._uploads import Upload, UploadSource, build_form, check_roles, to_upload
+from asyncsdk._waiter import ResultWaiter
+
+__all__ = ["V1", "Core", "Orders", "Processes", "Projects", "Tools"]
+
+T = TypeVar("T")
+
+_log = logging.getLogger("asyncsdk")
+
+#: Largest page the service serves (spec 8).
+MAX_PAGE_SIZE = 30
+SORT_ORDERS = ("asc", "desc", "modified")
+
+TimeoutArg = Timeout | float | None
+
+
+@attrs.frozen(kw_only=True)
+class Core:
+    """What every resource shares: the transport, the converter and the settings they need."""
+
+    transport: Transport
+    converter: cattrs.Converter
+    base_url: URL
+    app_url: URL
+    role_field: str
+    min_poll_interval: float
+    generation_limit: GenerationLimit | None = None
+
+    def url(self, *segments: str, params: Mapping[str, str] | None = None) -> URL:
+        url = endpoint(self.base_url, *segments)
+        return url.with_query(params) if params else url
+
+    async def send(
+        self, request: Request, decode: Callable[[Any], T], timeout: TimeoutArg = None
+    ) -> T:
+        return await self.transport.request(request, decode, timeout=timeout)
+
+
+# --- decoders -------------------------------------------------------------------------------------
+
+
+def _shape(value: Any) -> str:
+    if value is None:
+        return "an empty body"
+    if isinstance(value, Mapping):
+        return "a JSON object"
+    if isinstance(value, list):
+        return "a JSON array"
+    return f"a JSON {type(value).__name__}"
+
+
+def _model(converter: cattrs.Converter, cls: type[T]) -> Callable[[Any], T]:
+    def decode(value: Any) -> T:
+        if not isinstance(value, Mapping):
+            raise TypeError(f"expected a JSON object for {cls.__name__}, got {_shape(value)}")
+        return converter.structure(value, cls)
+
+    return decode
+
+
+def _items(converter: cattrs.Converter, cls: type[T]) -> Callable[[Any], tuple[T, ...]]:
+    """``{data: [...], ...}`` or a bare array."""
+
+    def decode(value: Any) -> tuple[T, ...]:
+        if isinstance(value, Mapping) and isinstance(value.get("data"), list):
+            value = value["data"]
+        if not isinstance(value, list):
+            raise TypeError(f"expected {{data: [...]}} or an array, got {_shape(value)}")
+        return tuple(converter.structure(item, cls) for item in value)
+
+    return decode
+
+
+def _page(
+    converter: cattrs.Converter, cls: type[T], *, page: int, limit: int, lenient: bool = False
+) -> Callable[[Any], Page[T]]:
+    """``{data: [...], pagination: {...}}``; with ``lenient``, also a listing without pagination
+    (the spec shows no shape for the orders of a project), read as a single page."""
+
+    def decode(value: Any) -> Page[T]:
+        if isinstance(value, Mapping) and "pagination" in value:
+            data = {"data": value.get("data"), "pagination": value["pagination"]}
+            return converter.structure(data, Page[cls])  # type: ignore[valid-type]
+        if not lenient:
+            raise TypeError(f"expected {{data: [...], pagination: {{...}}}}, got {_shape(value)}")
+        items = _items(converter, cls)(value)
+        pagination = Pagination(page=page, limit=limit, total_count=len(items), total_pages=page)
+        return Page(data=items, pagination=pagination)
+
+    return decode
+
+
+def _dimensions(width: int | None, height: int | None) -> dict[str, str]:
+    for name, value in (("width", width), ("height", height)):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
+            raise ValidationError(f"{name} must be a positive int (pixels), not {value!r}")
+    return query(width=width, height=height)
+
+
+def _listing(
+    *, page: int, limit: int, sort: str, width: int | None, height: int | None
+) -> dict[str, str]:
+    if isinstance(page, bool) or not isinstance(page, int) or page < 1:
+        raise ValidationError(f"page must be an int >= 1, not {page!r}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE_SIZE:
+        raise ValidationError(
+            f"limit must be an int from 1 to {MAX_PAGE_SIZE} (the service's largest page), "
+            f"not {limit!r}"
+        )
+    if sort not in SORT_ORDERS:
+        raise ValidationError(f"sort must be one of {', '.join(SORT_ORDERS)}, not {sort!r}")
+    return {"page": str(page), "limit": str(limit), "sort": sort, **_dimensions(width, height)}
+
+
+async def _walk(
+    fetch: Callable[[dict[str, str]], Awaitable[Page[T]]], params: dict[str, str]
+) -> AsyncIterator[T]:
+    """Every item of every page, following ``next_page`` until it is empty."""
+    current: dict[str, str] | None = params
+    while current is not None:
+        page = await fetch(current)
+        for item in page.data:
+            yield item
+        if not page.data:
+            return
+        current = next_page_params(
+            page.pagination.next_page,
+            current,
+            page=int(current["page"]),
+            total_pages=page.pagination.total_pages,
+        )
+
+
+# --- resources ------------------------------------------------------------------------------------
+
+
+class Projects:
+    """Projects: one per property (spec 4.1 to 4.4)."""
+
+    def __init__(self, core: Core) -> None:
+        self._core = core
+
+    async def create(self, address: str, *, timeout: TimeoutArg = None) -> Project:
+        """Create a project for the property at ``address``."""
+        require_text(address, "address")
+        request = Request(
+            method="POST", url=self._core.url("v3", "project"), json={"address": address}
+        )
+        return await self._core.send(request, _model(self._core.converter, Project), timeout)
+
+    async def get(
+        self,
+        project_id: str,
+        *,
+        width: int | None = None,
+        height: int | None = None,
+        timeout: TimeoutArg = None,
+    ) -> Project:
+        """Fetch one project; ``width``/``height`` resize the cover image URL."""
+        require_text(project_id, "project_id")
+        url = self._core.url("v3", "project", project_id, params=_dimensions(width, height))
+        request = Request(method="GET", url=url)
+        return await self._core.send(request, _model(self._core.converter, Project), timeout)
+
+    async def list(
+        self,
+        *,
+        page: int = 1,
+        limit: int = 10,
+        sort: str = "desc",
+        search: str | None = None,
+        width: int | None = None,
+        height: int | None = None,
+        timeout: TimeoutArg = None,
+    ) -> Page[Project]:
+        """One page of projects (``search`` filters on the address)."""
+        params = _listing(page=page, limit=limit, sort=sort, width=width, height=height)
+        params.update(query(s=search))
+        return await self._fetch(params, timeout)
+
+    def iter(
+        self,
+        *,
+        limit: int = 10,
+        sort: str = "desc",
+        search: str | None = None,
+        width: int | None = None,
+        height: int | None = None,
+        timeout: TimeoutArg = None,
+    ) -> AsyncIterator[Project]:
+        """Every project, page after page: ``async for project in client.projects.iter(): ...``."""
+        params = _listing(page=1, limit=limit, sort=sort, width=width, height=height)
+        params.update(query(s=search))
+        return _walk(lambda current: self._fetch(current, timeout), params)
+
+    async def _fetch(self, params: dict[str, str], timeout: TimeoutArg) -> Page[Project]:
+        decode = _page(
+            self._core.converter, Project, page=int(params["page"]), limit=int(params["limit"])
+        )
+        request = Request(method="GET", url=self._core.url("v3", "project", params=params))
+        return await self._core.send(request, decode, timeout)
+
+    async def orders(
+        self,
+        project_id: str,
+        *,
+        page: int = 1,
+        limit: int = 10,
+        sort: str = "desc",
+        width: int | None = None,
+        height: int | None = None,
+        timeout: TimeoutArg = None,
+    ) -> Page[Order]:
+        """One page of the orders of a project, with their input assets and process results."""
+        require_text(project_id, "project_id")
+        params = _listing(page=page, limit=limit, sort=sort, width=width, height=height)
+        return await self._fetch_orders(project_id, params, timeout)
+
+    def iter_orders(
+        self,
+        project_id: str,
+        *,
+        limit: int = 10,
+        sort: str = "desc",
+        width: int | None = None,
+        height: int | None = None,
+        timeout: TimeoutArg = None,
+    ) -> AsyncIterator[Order]:
+        """Every order of a project, page after page."""
+        require_text(project_id, "project_id")
+        params = _listing(page=1, limit=limit, sort=sort, width=width, height=height)
+        return _walk(lambda current: self._fetch_orders(project_id, current, timeout), params)
+
+    async def _fetch_orders(
+        self, project_id: str, params: dict[str, str], timeout: TimeoutArg
+    ) -> Page[Order]:
+        decode = _page(
+            self._core.converter,
+            Order,
+            page=int(params["page"]),
+            limit=int(params["limit"]),
+            lenient=True,
+        )
+        url = self._core.url("v3", "project", project_id, "order", params=params)
+        return await self._core.send(Request(method="GET", url=url), decode, timeout)
+
+
+class Orders:
+    """Orders: the uploaded input images (spec 4.5 to 4.7)."""
+
+    def __init__(self, core: Core) -> None:
+        self._core = core
+
+    async def create(
+        self,
+        *images: Upload | UploadSource,
+        project_id: str | None = None,
+        timeout: TimeoutArg = None,
+    ) -> CreatedOrder:
+        """Upload images as a new order.
+
+        Each image is an :class:`Upload` (source and role) or a bare source, which counts as the
+        ``primary_angle``.  At most one primary and one secondary angle are allowed; formats and
+        sizes are checked before anything is sent.
+        """
+        uploads = [to_upload(image) for image in images]
+        check_roles(uploads)
+        fields = (
+            [] if project_id is None else [("project_id", require_text(project_id, "project_id"))]
+        )
+        fields += [(self._core.role_field, upload.role) for upload in uploads]
+        form = await build_form(fields, [("asset_file", upload) for upload in uploads])
+        request = Request(method="POST", url=self._core.url("v3", "order"), form=form)
+        return await self._core.send(request, _model(self._core.converter, CreatedOrder), timeout)
+
+    async def append_mask(
+        self,
+        order_id: str,
+        mask: Upload | UploadSource,
+        *,
+        project_id: str | None = None,
+        timeout: TimeoutArg = None,
+    ) -> CreatedOrder:
+        """Add a mask image to an order (blue ``#7878CD`` removes, black keeps)."""
+        require_text(order_id, "order_id")
+        fields = (
+            [] if project_id is None else [("project_id", require_text(project_id, "project_id"))]
+        )
+        fields += [("asset_role", AssetRole.MASK), ("asset_type", AssetRole.MASK)]
+        form = await build_form(fields, [("asset_file", to_upload(mask))])
+        url = self._core.url("v3", "order", order_id, "append")
+        request = Request(method="POST", url=url, form=form)
+        return await self._core.send(request, self._appended(order_id), timeout)
+
+    def _appended(self, order_id: str) -> Callable[[Any], CreatedOrder]:
+        """The spec shows no answer to appending: accept the creation shape, an order, or none."""
+        converter = self._core.converter
+
+        def decode(value: Any) -> CreatedOrder:
+            if value is None:
+                return CreatedOrder(order_id=order_id)
+            if isinstance(value, Mapping) and "order_id" in value:
+                return converter.structure(value, CreatedOrder)
+            if isinstance(value, Mapping) and "id" in value:
+                order = converter.structure(value, Order)
+                return CreatedOrder(order_id=order.id, assets=order.entry_assets)
+            raise TypeError(f"expected an order or {{order_id, assets}}, got {_shape(value)}")
+
+        return decode
+
+    async def get(
+        self,
+        order_id: str,
+        *,
+        width: int | None = None,
+        height: int | None = None,
+        timeout: TimeoutArg = None,
+    ) -> Order:
+        """Fetch an order with its assets and processes."""
+        require_text(order_id, "order_id")
+        url = self._core.url("v3", "order", order_id, params=_dimensions(width, height))
+        return await self._core.send(
+            Request(method="GET", url=url), _model(self._core.converter, Order), timeout
+        )
+
+
+def check_widgets(widgets: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]] | None:
+    """Widget selections as the wire wants them: ``[{"slug": str, "item_slugs": [str, ...]}]``."""
+    if widgets is None:
+        return None
+    if isinstance(widgets, Mapping | str) or not isinstance(widgets, Sequence):
+        raise ValidationError(
+            "widgets must be a sequence of {'slug': ..., 'item_slugs': [...]} mappings"
+        )
+    body: list[dict[str, Any]] = []
+    for index, widget in enumerate(widgets):
+        if not isinstance(widget, Mapping):
+            raise ValidationError(
+                f"widgets[{index}] must be a mapping {{'slug': ..., 'item_slugs': [...]}}, "
+                f"not {type(widget).__name__}"
+            )
+        unknown = set(widget) - {"slug", "item_slugs"}
+        if unknown:
+            raise ValidationError(
+                f"widgets[{index}] has unknown keys {sorted(unknown)}; use 'slug' and 'item_slugs'"
+            )
+        slug = widget.get("slug")
+        items = widget.get("item_slugs")
+        if not isinstance(slug, str) or not slug:
+            raise ValidationError(f"widgets[{index}]['slug'] must be a non-empty string")
+        if (
+            isinstance(items, str)
+            or not isinstance(items, Sequence)
+            or not all(isinstance(item, str) and item for item in items)
+        ):
+            raise ValidationError(
+                f"widgets[{index}]['item_slugs'] must be a list of item slugs, e.g. "
+                f"['item-...-{slug}'], not {items!r}"
+            )
+        body.append({"slug": slug, "item_slugs": list(items)})
+    return body
+
+
+def _process_from_event(event: ProcessCompleted) -> Process:
+    return Process(
+        id=event.process_id, tool=event.tool, status=event.status, final_assets=event.final_assets
+    )
+
+
+@attrs.define
+class _WaitState:
+    last_status: str | None = None
+
+
+class Processes:
+    """Processes: one AI job each (spec 4.8, 4.9), and waiting for their results."""
+
+    def __init__(self, core: Core) -> None:
+        self._core = core
+
+    def _build_process_body(
+        self,
+        order_id: str,
+        tool: str,
+        asset_map: Mapping[str, str],
+        widgets: Sequence[Mapping[str, Any]] | None,
+        process_group_id: str | None,
+    ) -> dict[str, Any]:
+        """The JSON body of process creation, checked for shape (the one place it is built)."""
+        require_text(order_id, "order_id")
+        require_text(tool, "tool")
+        if not isinstance(asset_map, Mapping) or not asset_map:
+            raise ValidationError(
+                f"asset_map must map the tool's input slots to asset ids, e.g. "
+                f"{{'{tool}-input-image': '<asset id>'}}, not {asset_map!r}"
+            )
+        for slot, asset_id in asset_map.items():
+            require_text(slot, "an asset_map slot name")
+            require_text(asset_id, f"asset_map[{slot!r}]")
+        body: dict[str, Any] = {"order_id": order_id, "tool": tool, "asset_map": dict(asset_map)}
+        selected = check_widgets(widgets)
+        if selected is not None:
+            body["widgets"] = selected
+        if process_group_id is not None:
+            body["process_group_id"] = require_text(process_group_id, "process_group_id")
+        return body
+
+    async def create(
+        self,
+        order_id: str,
+        tool: str,
+        asset_map: Mapping[str, str],
+        widgets: Sequence[Mapping[str, Any]] | None = None,
+        process_group_id: str | None = None,
+        *,
+        timeout: TimeoutArg = None,
+    ) -> CreatedProcesses:
+        """Run ``tool`` on the order's assets; waits first if a generation limit is set."""
+        body = self._build_process_body(order_id, tool, asset_map, widgets, process_group_id)
+        if self._core.generation_limit is not None:
+            await self._core.generation_limit.acquire()
+        request = Request(method="POST", url=self._core.url("v3", "process"), json=body)
+        return await self._core.send(
+            request, _model(self._core.converter, CreatedProcesses), timeout
+        )
+
+    async def get(
+        self,
+        process_id: str,
+        *,
+        width: int | None = None,
+        height: int | None = None,
+        timeout: TimeoutArg = None,
+    ) -> Process:
+        """Fetch a process; ``width``/``height`` resize the result URLs."""
+        require_text(process_id, "process_id")
+        url = self._core.url("v3", "process", process_id, params=_dimensions(width, height))
+        return await self._core.send(
+            Request(method="GET", url=url), _model(self._core.converter, Process), timeout
+        )
+
+    async def wait(
+        self,
+        process_id: str,
+        *,
+        timeout: float = 600.0,
+        registry: ResultWaiter | None = None,
+        webhook_grace: float | None = None,
+        poll_interval: float | None = None,
+        raise_on_failure: bool = False,
+    ) -> Process:
+        """Wait until the process is ``done`` or ``failed``, under one deadline of ``timeout`` s.
+
+        With a ``registry`` the webhook event is awaited first; after ``webhook_grace`` seconds
+        (default: the whole deadline), or at once when ``registry.healthy`` is false, the process is
+        polled instead.  Polls are at least ``poll_interval`` apart, and never closer than the
+        client's ``min_poll_interval``.  Raises ``WaitTimeoutError`` at the deadline, and
+        ``ProcessFailedError`` for a failed process when ``raise_on_failure`` is true.
+        """
+        require_text(process_id, "process_id")
+        for name, value in (("timeout", timeout), ("webhook_grace", webhook_grace)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float) or value < 0
+            ):
+                raise ValidationError(f"{name} must be a number of seconds >= 0, not {value!r}")
+        interval = self._core.min_poll_interval
+        if poll_interval is not None:
+            interval = max(interval, poll_interval)
+        state = _WaitState()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        try:
+            async with asyncio.timeout_at(deadline) as scope:
+                process = await self._until_finished(
+                    process_id, registry, webhook_grace, interval, state
+                )
+        except TimeoutError as exc:
+            if not scope.expired():
+                raise
+            raise WaitTimeoutError(
+                f"process {process_id} did not finish within {timeout:g} s "
+                f"(last status: {state.last_status or 'unknown'}); it may still finish: wait "
+                "again with a longer timeout",
+                process_id=process_id,
+                last_status=state.last_status,
+            ) from exc
+        if raise_on_failure and process.status == ProcessStatus.FAILED:
+            raise ProcessFailedError(
+                f"process {process_id} ({process.tool}) failed", process=process
+            )
+        return process
+
+    async def _until_finished(
+        self,
+        process_id: str,
+        registry: ResultWaiter | None,
+        webhook_grace: float | None,
+        interval: float,
+        state: _WaitState,
+    ) -> Process:
+        loop = asyncio.get_running_loop()
+        if registry is not None:
+            event = await self._from_registry(process_id, registry, webhook_grace, interval)
+            if event is not None:
+                state.last_status = event.status
+                return _process_from_event(event)
+        while True:
+            started = loop.time()
+            process = await self.get(process_id)
+            state.last_status = process.status
+            if process.is_finished:
+                return process
+            await asyncio.sleep(max(0.0, started + interval - loop.time()))
+
+    async def _from_registry(
+        self,
+        process_id: str,
+        registry: ResultWaiter,
+        webhook_grace: float | None,
+        interval: float,
+    ) -> ProcessCompleted | None:
+        """The webhook event, or ``None`` once it is time to poll instead.
+
+        The registry is asked in slices of ``interval`` so that a receiver going down while we
+        wait is noticed (``healthy`` turns false) and polling takes over.
+        """
+        loop = asyncio.get_running_loop()
+        grace_end = None if webhook_grace is None else loop.time() + webhook_grace
+        while registry.healthy:
+            remaining = interval if grace_end is None else min(interval, grace_end - loop.time())
+            if remaining <= 0:
+                return None
+            try:
+                return await registry.wait(process_id, timeout=remaining)
+            except TimeoutError:
+                continue
+            except AsyncSDKError as exc:
+                _log.warning(
+                    "webhook registry failed while waiting for %s (%s); polling", process_id, exc
+                )
+                return None
+        return None
+
+
+class Tools:
+    """The tool catalogue (spec 4.10) and the widgets of a tool (4.11)."""
+
+    def __init__(self, core: Core) -> None:
+        self._core = core
+
+    async def list(self, *, timeout: TimeoutArg = None) -> tuple[Tool, ...]:
+        """Every tool of the catalogue (on ``app_url``; sent without the API key)."""
+        url = endpoint(self._core.app_url, "api", "tools")
+        request = Request(method="GET", url=url, authenticated=False)
+        return await self._core.send(request, _items(self._core.converter, Tool), timeout)
+
+    async def widgets(self, tool_slug: str, *, timeout: TimeoutArg = None) -> tuple[Widget, ...]:
+        """The widgets (settings) of a tool and their items."""
+        require_text(tool_slug, "tool_slug")
+        url = self._core.url("v1", "cathub", "tools", tool_slug, "widgets")
+        return await self._core.send(
+            Request(method="GET", url=url), _items(self._core.converter, Widget), timeout
+        )
+
+
+class V1:
+    """The legacy V1 endpoints (spec 4.12, 4.13); V3 replaces them."""
+
+    def __init__(self, core: Core) -> None:
+        self._core = core
+
+    async def upload_image(
+        self, image: Upload | UploadSource, service_name: str, *, timeout: TimeoutArg = None
+    ) -> V1Upload:
+        """Upload one image for a V1 service (``service-ai-virtual-staging`` style name)."""
+        require_text(service_name, "service_name")
+        form = await build_form([("service_name", service_name)], [("image", to_upload(image))])
+        request = Request(method="POST", url=self._core.url("v1", "order", "image"), form=form)
+        return await self._core.send(request, _model(self._core.converter, V1Upload), timeout)
+
+    async def submit_order(
+        self,
+        order_id: str,
+        *,
+        space_name: str | None = None,
+        selected_widgets: Sequence[Mapping[str, str]] | None = None,
+        service_name: str | None = None,
+        widget_ids: Sequence[int] | None = None,
+        timeout: TimeoutArg = None,
+    ) -> V1Submitted:
+        """Submit a V1 order in one of its two documented shapes:
+
+        * ``space_name`` + ``selected_widgets`` (``[{"id": ..., "item_id": ...}]``), or
+        * ``service_name`` + ``widget_ids`` (integers), as on the migration page.
+        """
+        body = _v1_submit_body(
+            order_id,
+            space_name=space_name,
+            selected_widgets=selected_widgets,
+            service_name=service_name,
+            widget_ids=widget_ids,
+        )
+        converter = self._core.converter
+
+        def decode(value: Any) -> V1Submitted:
+            if value is None:
+                return V1Submitted(order_id=order_id)
+            return _model(converter, V1Submitted)(value)
+
+        request = Request(method="POST", url=self._core.url("v1", "order"), json=body)
+        return await self._core.send(request, decode, timeout)
+
+
+def _v1_submit_body(
+    order_id: str,
+    *,
+    space_name: str | None,
+    selected_widgets: Sequence[Mapping[str, str]] | None,
+    service_name: str | None,
+    widget_ids: Sequence[int] | None,
+) -> dict[str, Any]:
+    require_text(order_id, "order_id")
+    staging = space_name is not None or selected_widgets is not None
+    migration = service_name is not None or widget_ids is not None
+    shapes = "give either space_name and selected_widgets, or service_name and widget_ids"
+    if staging and migration:
+        raise ValidationError(f"the two V1 body shapes cannot be mixed: {shapes}")
+    if not staging and not migration:
+        raise ValidationError(f"nothing to submit: {shapes}")
+    if staging:
+        if space_name is None or selected_widgets is None:
+            raise ValidationError(
+                "space_name and selected_widgets go together (the style widget is mandatory)"
+            )
+        require_text(space_name, "space_name")
+        if isinstance(selected_widgets, Mapping | str) or not isinstance(
+            selected_widgets, Sequence
+        ):
+            raise ValidationError("selected_widgets must be a list of {'id': ..., 'item_id': ...}")
+        widgets: list[dict[str, str]] = []
+        for index, widget in enumerate(selected_widgets):
+            if (
+                not isinstance(widget, Mapping)
+                or set(widget) != {"id", "item_id"}
+                or not all(isinstance(widget[key], str) and widget[key] for key in widget)
+            ):
+                raise ValidationError(
+                    f"selected_widgets[{index}] must be {{'id': <widget id>, 'item_id': <item id>}}"
+                    f", not {widget!r}"
+                )
+            widgets.append({"id": widget["id"], "item_id": widget["item_id"]})
+        return {"order_id": order_id, "space_name": space_name, "selected_widgets": widgets}
+    if service_name is None or widget_ids is None:
+        raise ValidationError("service_name and widget_ids go together")
+    require_text(service_name, "service_name")
+    if (
+        isinstance(widget_ids, str)
+        or not isinstance(widget_ids, Sequence)
+        or not all(isinstance(i, int) and not isinstance(i, bool) for i in widget_ids)
+    ):
+        raise ValidationError(f"widget_ids must be a list of ints, not {widget_ids!r}")
+    return {"order_id": order_id, "service_name": service_name, "widget_ids": list(widget_ids)}

@@ -1,0 +1,254 @@
+"""The one way a request reaches the network.
+
+Every endpoint goes through :meth:`Transport.request`: the ``x-api-key`` header, the in-flight
+limit, timeouts, retries with backoff, the translation of aiohttp's exceptions into ours (in
+:func:`translate`, raised from one place), and the reading of the answer into a model or an error
+(``_sansio.read_response``).  The decisions themselves (what to retry, how long to wait, what an
+answer means) are the pure functions of ``_sansio.py``; this module only carries them out.
+
+Session ownership: a session passed in by the caller is used as it is and never closed.  Otherwise
+the transport creates one lazily, inside the running event loop, with a connector limit equal to
+the in-flight limit, and closes it in :meth:`Transport.close`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TypeVar
+
+import aiohttp
+import attrs
+
+from asyncsdk._errors import (
+    APIConnectionError,
+    APITimeoutError,
+    ConfigurationError,
+)
+from asyncsdk._sansio import (
+    RETRYABLE_STATUSES,
+    ApiKey,
+    Request,
+    RetryPolicy,
+    Timeout,
+    read_response,
+)
+
+__all__ = ["USER_AGENT", "Transport", "translate"]
+
+T = TypeVar("T")
+
+USER_AGENT: Final = "asyncsdk/0.1.0"
+_log = logging.getLogger("asyncsdk")
+
+#: What a network attempt may raise instead of answering: aiohttp's errors, OS errors, a timeout.
+_NETWORK_ERRORS: Final = (aiohttp.ClientError, OSError, TimeoutError)
+
+
+@attrs.frozen
+class _Answer:
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+
+def translate(
+    exc: BaseException, *, method: str, url: str, timeout: Timeout
+) -> tuple[APIConnectionError, bool]:
+    """Our error for a network failure, and whether trying again could help.
+
+    ``request_sent`` on the error is false only where the request surely never reached the server:
+    the connection was refused, the name did not resolve, or connecting timed out.
+    """
+    where = f"{method} {url}"
+
+    def failed(message: str, *, sent: bool = True) -> APIConnectionError:
+        return APIConnectionError(message, request_sent=sent, method=method, url=url)
+
+    def timed_out(message: str, *, sent: bool = True) -> APITimeoutError:
+        return APITimeoutError(message, request_sent=sent, method=method, url=url)
+
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return timed_out(f"{where}: no connection within {timeout.connect} s", sent=False), True
+    if isinstance(exc, aiohttp.ClientSSLError):
+        return failed(f"{where}: TLS handshake failed: {exc}", sent=False), False
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return failed(f"{where}: the host name did not resolve: {exc}", sent=False), True
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return failed(f"{where}: could not connect: {exc}", sent=False), True
+    if isinstance(exc, aiohttp.ServerTimeoutError):
+        return timed_out(f"{where}: reading the answer timed out: {exc}"), True
+    if isinstance(exc, TimeoutError):
+        return timed_out(f"{where}: no complete answer within {timeout.total} s"), True
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return failed(f"{where}: the server closed the connection without answering"), True
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        return failed(f"{where}: the answer was cut off: {exc}"), True
+    return failed(f"{where}: {type(exc).__name__}: {exc}"), True
+
+
+def _slots_for(session: aiohttp.ClientSession | None, max_in_flight: int) -> int:
+    """The in-flight limit, lowered to a caller's connector limits so no request waits for a
+    connection inside aiohttp (where the wait would count against the request's timeout)."""
+    slots = max_in_flight
+    if session is not None and isinstance(session.connector, aiohttp.BaseConnector):
+        for limit in (session.connector.limit, session.connector.limit_per_host):
+            if limit:
+                slots = min(slots, limit)
+    return slots
+
+
+class Transport:
+    """Carries out :class:`~asyncsdk._sansio.Request` objects; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        api_key: ApiKey,
+        session: aiohttp.ClientSession | None,
+        timeout: Timeout,
+        retry: RetryPolicy,
+        max_in_flight: int,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        self._api_key = api_key
+        self._session = session
+        self._owns_session = session is None
+        self._timeout = timeout
+        self._retry = retry
+        self._max_in_flight = max_in_flight
+        self._slots = asyncio.Semaphore(_slots_for(session, max_in_flight))
+        self._rand = rand
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"<Transport max_in_flight={self._max_in_flight} closed={self._closed}>"
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _session_in_use(self) -> aiohttp.ClientSession:
+        if self._closed:
+            raise ConfigurationError(
+                "client is closed; create a new Client (or keep using it inside `async with`)"
+            )
+        if self._session is None:
+            connector = aiohttp.TCPConnector(limit=self._max_in_flight, limit_per_host=0)
+            self._session = aiohttp.ClientSession(
+                connector=connector, timeout=aiohttp.ClientTimeout(total=None)
+            )
+        elif self._session.closed:
+            raise ConfigurationError(
+                "the aiohttp session given to Client is closed; keep it open while the client "
+                "is in use"
+            )
+        return self._session
+
+    async def close(self) -> None:
+        """Close the session if this transport created it.  Safe to call more than once."""
+        self._closed = True
+        session, self._session = self._session, None
+        if session is not None and self._owns_session and not session.closed:
+            await session.close()
+
+    async def request(
+        self,
+        request: Request,
+        decode: Callable[[Any], T],
+        *,
+        timeout: Timeout | float | None = None,
+    ) -> T:
+        """Send ``request`` (retrying where safe) and decode the answer with ``decode``."""
+        self._session_in_use()
+        limits = self._timeout.with_total(timeout)
+        method = request.method.upper()
+        url = str(request.url)
+        attempt = 0
+        while True:
+            try:
+                answer = await self._attempt(request, limits)
+            except _NETWORK_ERRORS as exc:
+                failure = request.form.failure if request.form is not None else None
+                error, retryable = translate(exc, method=method, url=url, timeout=limits)
+                delay = None
+                if failure is None and retryable:
+                    delay = self._retry.after_failure(
+                        method,
+                        attempt,
+                        request_sent=error.request_sent,
+                        replayable=request.replayable,
+                        rand=self._rand,
+                    )
+                if delay is None:
+                    raise (failure or error) from exc
+                reason = str(error)
+            else:
+                if request.form is not None and request.form.failure is not None:
+                    raise request.form.failure
+                delay = None
+                if answer.status in RETRYABLE_STATUSES:
+                    delay = self._retry.after_status(
+                        method,
+                        attempt,
+                        answer.status,
+                        answer.headers,
+                        replayable=request.replayable,
+                        rand=self._rand,
+                    )
+                if delay is None:
+                    return read_response(
+                        answer.status,
+                        answer.headers,
+                        answer.body,
+                        method=method,
+                        url=url,
+                        decode=decode,
+                    )
+                reason = f"HTTP {answer.status}"
+            attempt += 1
+            _log.info(
+                "retrying %s %s in %.3f s (retry %d of %d) after %s",
+                method,
+                url,
+                delay,
+                attempt,
+                self._retry.max_retries,
+                reason,
+            )
+            await asyncio.sleep(delay)
+
+    def _headers(self, request: Request) -> dict[str, str]:
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        if request.authenticated:
+            headers["x-api-key"] = self._api_key.reveal()
+        return headers
+
+    async def _attempt(self, request: Request, limits: Timeout) -> _Answer:
+        # The headers are built in the call so no local variable of this frame holds the key.
+        # Waiting for a slot happens before the timeout starts, so a burst of calls queues here
+        # instead of failing for want of a connection.
+        async with self._slots:
+            session = self._session_in_use()
+            async with contextlib.AsyncExitStack() as stack:
+                data: aiohttp.MultipartWriter | None = None
+                if request.form is not None:
+                    data = await stack.enter_async_context(request.form.open())
+                async with (
+                    asyncio.timeout(limits.total),
+                    session.request(
+                        request.method,
+                        request.url,
+                        json=request.json,
+                        data=data,
+                        headers=self._headers(request),
+                        timeout=aiohttp.ClientTimeout(total=None, sock_connect=limits.connect),
+                        allow_redirects=False,
+                        raise_for_status=False,
+                    ) as response,
+                ):
+                    body = await response.read()
+                    return _Answer(response.status, response.headers, body)
