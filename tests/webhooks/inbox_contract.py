@@ -1,0 +1,174 @@
+"""The :class:`webhooks.Inbox` contract as tests, run against every backend.
+
+A backend's test module subclasses :class:`InboxContract` (the name does not start with ``Test``, so
+it is not collected on its own) and provides an ``inbox`` fixture yielding a fresh, empty inbox
+whose ``claim_timeout`` is ``CLAIM_TIMEOUT``::
+
+    class TestMemoryInbox(InboxContract):
+        @pytest.fixture
+        async def inbox(self) -> AsyncIterator[Inbox]:
+            yield MemoryInbox(claim_timeout=CLAIM_TIMEOUT)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Final
+
+import pytest
+from whtools import eventually
+
+from asyncsdk._models import ProcessCompleted, ResultAsset
+from webhooks import Inbox, InboxEntry, InboxUnavailableError, UnknownEntryError
+
+CLAIM_TIMEOUT: Final = 0.3
+
+
+def event(process_id: str = "p-1", status: str = "done", src: str = "u1") -> ProcessCompleted:
+    return ProcessCompleted(
+        event="process.completed",
+        process_id=process_id,
+        order_id="o-1",
+        tool="tool-virtual-staging",
+        status=status,
+        final_assets=(ResultAsset(asset_id="a-1", src=src),) if status == "done" else (),
+    )
+
+
+async def claim_eventually(inbox: Inbox, consumer: str, limit: int = 10) -> list[InboxEntry]:
+    """Claim until something is handed out (used where a claim has to time out first)."""
+
+    async def claim() -> list[InboxEntry]:
+        return await inbox.claim_batch(consumer, limit)
+
+    return await eventually(claim, "an abandoned claim to be handed out again")
+
+
+class InboxContract:
+    async def test_put_stores_once_per_dedup_key(self, inbox: Inbox) -> None:
+        assert await inbox.put(event(src="u1"), b"first") is True
+        # Same (event, process_id, status), different body: a duplicate (URLs are re-signed).
+        assert await inbox.put(event(src="u2"), b"second") is False
+        assert await inbox.put(event(status="failed"), b"third") is True
+        assert await inbox.put(event("p-2"), b"fourth") is True
+        assert await inbox.pending_count() == 3
+
+    async def test_concurrent_puts_of_one_key_store_exactly_one(self, inbox: Inbox) -> None:
+        results = await asyncio.gather(*(inbox.put(event(), b"x") for _ in range(50)))
+        assert results.count(True) == 1
+        assert await inbox.pending_count() == 1
+
+    async def test_claim_hands_out_entries_with_their_event_and_raw_body(
+        self, inbox: Inbox
+    ) -> None:
+        await inbox.put(event("p-1"), b'{"raw": 1}')
+        await inbox.put(event("p-2"), b'{"raw": 2}')
+        batch = await inbox.claim_batch("c1", 10)
+        assert [e.event.process_id for e in batch] == ["p-1", "p-2"]
+        assert batch[0].event == event("p-1")
+        assert batch[0].raw == b'{"raw": 1}'
+        assert [e.attempts for e in batch] == [1, 1]
+        assert batch[0].received_at > 0
+        # Claimed entries are not handed out again while the claim holds.
+        assert await inbox.claim_batch("c2", 10) == []
+
+    async def test_claim_respects_the_limit(self, inbox: Inbox) -> None:
+        for n in range(5):
+            await inbox.put(event(f"p-{n}"), b"x")
+        first = await inbox.claim_batch("c1", 2)
+        second = await inbox.claim_batch("c1", 10)
+        assert len(first) == 2
+        assert len(second) == 3
+        assert not {e.id for e in first} & {e.id for e in second}
+
+    async def test_acked_entries_are_gone_but_their_key_stays_claimed(self, inbox: Inbox) -> None:
+        await inbox.put(event(), b"x")
+        (entry,) = await inbox.claim_batch("c1", 10)
+        await inbox.ack(entry.id)
+        await inbox.ack(entry.id)  # idempotent
+        assert await inbox.pending_count() == 0
+        assert await claim_none(inbox)
+        assert await inbox.put(event(), b"x") is False
+
+    async def test_abandoned_claims_are_handed_out_again(self, inbox: Inbox) -> None:
+        await inbox.put(event(), b"x")
+        (entry,) = await inbox.claim_batch("crashed", 10)
+        (again,) = await claim_eventually(inbox, "survivor")
+        assert again.id == entry.id
+        assert again.attempts == 2
+        assert await inbox.dead_letters() == []
+
+    async def test_extend_keeps_a_claim_alive(self, inbox: Inbox) -> None:
+        await inbox.put(event(), b"x")
+        (entry,) = await inbox.claim_batch("slow", 10)
+        for _ in range(4):
+            await asyncio.sleep(CLAIM_TIMEOUT / 4)
+            await inbox.extend("slow", [entry.id])
+            assert await inbox.claim_batch("other", 10) == []
+        # Someone else's extend does not count.
+        await inbox.extend("other", [entry.id])
+
+    async def test_attempts_count_every_hand_out(self, inbox: Inbox) -> None:
+        await inbox.put(event(), b"x")
+        (entry,) = await inbox.claim_batch("c1", 10)
+        await inbox.retry_later(entry.id, "boom", 0)
+        (entry,) = await inbox.claim_batch("c1", 10)
+        assert entry.attempts == 2
+        assert entry.last_error == "boom"
+
+    async def test_retry_later_delays_the_entry(self, inbox: Inbox) -> None:
+        await inbox.put(event(), b"x")
+        (entry,) = await inbox.claim_batch("c1", 10)
+        await inbox.retry_later(entry.id, "later", 3600)
+        assert await inbox.claim_batch("c1", 10) == []
+        assert await inbox.pending_count() == 1
+
+    async def test_dead_letters_are_parked_listed_and_replayed(self, inbox: Inbox) -> None:
+        await inbox.put(event("p-1"), b"one")
+        await inbox.put(event("p-2"), b"two")
+        batch = await inbox.claim_batch("c1", 10)
+        for entry in batch:
+            await inbox.dead_letter(entry.id, f"gave up on {entry.event.process_id}")
+        assert await inbox.pending_count() == 0
+        assert await inbox.claim_batch("c1", 10) == []
+        dead = await inbox.dead_letters()
+        assert [(d.event.process_id, d.last_error) for d in dead] == [
+            ("p-1", "gave up on p-1"),
+            ("p-2", "gave up on p-2"),
+        ]
+        assert dead[0].raw == b"one"
+        assert len(await inbox.dead_letters(limit=1)) == 1
+        # A dead letter still holds its key.
+        assert await inbox.put(event("p-1"), b"again") is False
+
+        await inbox.replay(dead[0].id)
+        assert [d.id for d in await inbox.dead_letters()] == [dead[1].id]
+        (entry,) = await inbox.claim_batch("c1", 10)
+        assert entry.id == dead[0].id
+        assert entry.attempts == 1  # reset by replay, then this hand-out
+
+    async def test_replay_of_a_non_dead_entry_is_refused(self, inbox: Inbox) -> None:
+        await inbox.put(event(), b"x")
+        (entry,) = await inbox.claim_batch("c1", 10)
+        with pytest.raises(UnknownEntryError):
+            await inbox.replay(entry.id)
+        with pytest.raises(UnknownEntryError):
+            await inbox.replay("999999")
+
+    async def test_unknown_ids_are_ignored(self, inbox: Inbox) -> None:
+        await inbox.ack("424242")
+        await inbox.retry_later("424242", "x", 0)
+        await inbox.dead_letter("424242", "x")
+        await inbox.extend("c1", ["424242"])
+
+    async def test_check_passes_and_close_is_final(self, inbox: Inbox) -> None:
+        await inbox.check()
+        await inbox.put(event(), b"x")
+        await inbox.close()
+        await inbox.close()
+        with pytest.raises(InboxUnavailableError):
+            await inbox.put(event("p-2"), b"x")
+
+
+async def claim_none(inbox: Inbox) -> bool:
+    return await inbox.claim_batch("anyone", 10) == []

@@ -1,0 +1,90 @@
+"""One receiver process of the multi-instance test (run as a script, not collected by pytest).
+
+An aiohttp app on 127.0.0.1 (a free port) with the webhook receiver mounted at ``/hooks/`` on a
+:class:`RedisInbox` and a :class:`RedisRegistry` under the given prefix, plus ``GET /wait/{pid}``
+that waits on the registry and answers the event as JSON.  The handler counts its runs per
+process id in the Redis hash ``<prefix>test:runs``; with ``stall`` its handlers never finish, so
+the entries it claims stay claimed until the process dies.  Prints ``{"ready": NAME, "port": N}``
+once serving; stops on SIGTERM.
+
+    python redis_node.py REDIS_URL PREFIX TOKEN NAME [stall]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+import sys
+
+import redis.asyncio
+from aiohttp import web
+
+from asyncsdk._models import ProcessCompleted
+from webhooks import TokenVerifier, WebhookReceiver
+from webhooks._redis import RedisInbox, RedisRegistry
+from webhooks._registry import RegistryClosedError
+from webhooks._store import encode_event
+
+CLAIM_TIMEOUT = 1.0
+WORKERS = 4
+
+
+async def main(url: str, prefix: str, token: str, name: str, mode: str = "") -> None:
+    logging.basicConfig(format=f"node {name}: %(levelname)s %(name)s %(message)s")
+    recorder = redis.asyncio.Redis.from_url(url)
+    registry = RedisRegistry(url, prefix=prefix)
+    receiver = WebhookReceiver(
+        inbox=RedisInbox(url, prefix=prefix, claim_timeout=CLAIM_TIMEOUT),
+        verifier=TokenVerifier(token),
+        registry=registry,
+        workers=WORKERS,
+        poll_interval=0.05,
+        consumer=f"node-{name}",
+    )
+
+    never = asyncio.Event()
+
+    @receiver.on_completed()
+    async def record(event: ProcessCompleted) -> None:
+        if mode == "stall":
+            await never.wait()
+        await asyncio.sleep(0.01)
+        await recorder.hincrby(f"{prefix}test:runs", event.process_id, 1)
+
+    async def wait(request: web.Request) -> web.Response:
+        timeout = float(request.query.get("timeout", "30"))
+        try:
+            event = await registry.wait(request.match_info["pid"], timeout=timeout)
+        except TimeoutError:
+            return web.json_response({"error": "timeout"}, status=504)
+        except RegistryClosedError:
+            return web.json_response({"error": "closed"}, status=503)
+        return web.Response(body=encode_event(event), content_type="application/json")
+
+    async def close(_: web.Application) -> None:
+        await registry.close()
+        await recorder.aclose()
+
+    app = web.Application()
+    app.router.add_get("/wait/{pid}", wait)
+    receiver.setup(app, prefix="/hooks/")
+    app.on_cleanup.append(close)
+
+    runner = web.AppRunner(app, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    await registry.start()
+    print(json.dumps({"ready": name, "port": port}), flush=True)
+
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    await stop.wait()
+    await runner.cleanup()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(*sys.argv[1:6]))

@@ -1,0 +1,198 @@
+"""RedisInbox keeps the inbox contract on a real Redis, and what only a shared inbox must do."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+import redis.asyncio
+from inbox_contract import CLAIM_TIMEOUT, InboxContract, claim_eventually, event
+
+from asyncsdk._errors import ConfigurationError
+from webhooks import Inbox, InboxError, InboxUnavailableError, UnknownEntryError
+from webhooks._redis import RedisInbox
+
+pytestmark = pytest.mark.redis
+
+
+@pytest.fixture
+async def raw_redis(redis_url: str) -> AsyncIterator[redis.asyncio.Redis]:
+    client = redis.asyncio.Redis.from_url(redis_url)
+    yield client
+    await client.aclose()
+
+
+class TestRedisInbox(InboxContract):
+    @pytest.fixture
+    async def inbox(self, redis_url: str, redis_prefix: str) -> AsyncIterator[Inbox]:
+        inbox = RedisInbox(redis_url, prefix=redis_prefix, claim_timeout=CLAIM_TIMEOUT)
+        yield inbox
+        await inbox.close()
+
+
+async def test_redis_inbox_is_an_inbox(redis_url: str, redis_prefix: str) -> None:
+    inbox = RedisInbox(redis_url, prefix=redis_prefix)
+    try:
+        assert isinstance(inbox, Inbox)
+    finally:
+        await inbox.close()
+
+
+async def test_puts_from_many_inboxes_store_each_event_once(
+    redis_url: str, redis_prefix: str
+) -> None:
+    inboxes = [RedisInbox(redis_url, prefix=redis_prefix) for _ in range(4)]
+    try:
+        puts = [ib.put(event(f"p-{n % 10}"), b"x") for n in range(40) for ib in inboxes]
+        results = await asyncio.gather(*puts)
+        assert results.count(True) == 10
+        assert await inboxes[0].pending_count() == 10
+    finally:
+        for ib in inboxes:
+            await ib.close()
+
+
+async def test_a_crashed_consumers_entries_go_to_another_process(
+    redis_url: str, redis_prefix: str
+) -> None:
+    crashed = RedisInbox(redis_url, prefix=redis_prefix, claim_timeout=CLAIM_TIMEOUT)
+    for n in range(3):
+        await crashed.put(event(f"p-{n}"), f"body {n}".encode())
+    taken = await crashed.claim_batch("host-a", 10)
+    assert len(taken) == 3
+    await crashed.close()  # the process goes away without acking
+
+    survivor = RedisInbox(redis_url, prefix=redis_prefix, claim_timeout=CLAIM_TIMEOUT)
+    try:
+        assert await survivor.claim_batch("host-b", 10) == []  # not before the claim times out
+        again = await claim_eventually(survivor, "host-b")
+        assert sorted(e.id for e in again) == sorted(e.id for e in taken)
+        assert {e.raw for e in again} == {b"body 0", b"body 1", b"body 2"}
+        assert all(e.attempts == 2 for e in again)
+        for entry in again:
+            await survivor.ack(entry.id)
+        assert await survivor.pending_count() == 0
+    finally:
+        await survivor.close()
+
+
+async def test_ack_deletes_the_entry_so_the_stream_stays_small(
+    redis_url: str, redis_prefix: str, raw_redis: redis.asyncio.Redis
+) -> None:
+    inbox = RedisInbox(redis_url, prefix=redis_prefix)
+    try:
+        for n in range(20):
+            await inbox.put(event(f"p-{n}"), b"x")
+        assert await raw_redis.xlen(f"{redis_prefix}inbox:stream") == 20
+        for entry in await inbox.claim_batch("c1", 20):
+            await inbox.ack(entry.id)
+        assert await raw_redis.xlen(f"{redis_prefix}inbox:stream") == 0
+        assert await raw_redis.hlen(f"{redis_prefix}inbox:attempts") == 0
+    finally:
+        await inbox.close()
+
+
+async def test_every_key_is_under_the_prefix_and_expires(
+    redis_url: str, redis_prefix: str, raw_redis: redis.asyncio.Redis
+) -> None:
+    inbox = RedisInbox(redis_url, prefix=redis_prefix, retention=3600)
+    try:
+        await inbox.put(event("p-1"), b"one")
+        await inbox.put(event("p-2"), b"two")
+        await inbox.put(event("p-3"), b"three")
+        one, two, three = await inbox.claim_batch("c1", 10)
+        await inbox.retry_later(one.id, "later", 600)
+        await inbox.dead_letter(two.id, "dead")
+        await inbox.ack(three.id)
+
+        keys = [k.decode() async for k in raw_redis.scan_iter(match=f"{redis_prefix}*")]
+        assert {k.removeprefix(redis_prefix).split(":")[1] for k in keys} == {
+            "stream",
+            "attempts",
+            "errors",
+            "delayed",
+            "dead",
+            "dedup",
+        }
+        assert len([k for k in keys if ":dedup:" in k]) == 3
+        for key in keys:
+            ttl = await raw_redis.ttl(key)
+            assert 3500 < ttl <= 3600, key
+        # Nothing was written outside the prefix: a second inbox on another prefix sees nothing.
+        other = RedisInbox(redis_url, prefix=redis_prefix + "other:")
+        try:
+            assert await other.pending_count() == 0
+            assert await other.put(event("p-1"), b"one") is True
+        finally:
+            await other.close()
+    finally:
+        await inbox.close()
+
+
+async def test_a_failed_append_leaves_no_dedup_claim(
+    redis_url: str, redis_prefix: str, raw_redis: redis.asyncio.Redis
+) -> None:
+    # A key of the wrong type where the stream should be makes XADD fail inside the script.
+    await raw_redis.set(f"{redis_prefix}inbox:stream", "not a stream")
+    inbox = RedisInbox(redis_url, prefix=redis_prefix)
+    try:
+        with pytest.raises(InboxError, match="WRONGTYPE"):
+            await inbox.put(event(), b"x")
+        assert [k async for k in raw_redis.scan_iter(match=f"{redis_prefix}inbox:dedup:*")] == []
+        await raw_redis.delete(f"{redis_prefix}inbox:stream")
+        assert await inbox.put(event(), b"x") is True  # the sender's retry is accepted
+    finally:
+        await inbox.close()
+
+
+async def test_dead_letters_replay_across_processes(redis_url: str, redis_prefix: str) -> None:
+    first = RedisInbox(redis_url, prefix=redis_prefix)
+    second = RedisInbox(redis_url, prefix=redis_prefix)
+    try:
+        await first.put(event(), b"x")
+        (entry,) = await first.claim_batch("a", 10)
+        await first.dead_letter(entry.id, "handler raised")
+        (dead,) = await second.dead_letters()
+        assert dead.id == entry.id
+        assert dead.last_error == "handler raised"
+        await second.replay(dead.id)
+        with pytest.raises(UnknownEntryError, match="dead_letters"):
+            await second.replay(dead.id)
+        (again,) = await first.claim_batch("a", 10)
+        assert again.id == entry.id
+        assert again.last_error == "handler raised"
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_unreachable_redis_is_inbox_unavailable() -> None:
+    inbox = RedisInbox("redis://127.0.0.1:1/0")
+    try:
+        with pytest.raises(InboxUnavailableError, match="cannot be reached"):
+            await inbox.put(event(), b"x")
+        with pytest.raises(InboxUnavailableError):
+            await inbox.check()
+    finally:
+        await inbox.close()
+
+
+def test_bad_options_are_refused() -> None:
+    with pytest.raises(ConfigurationError, match="redis://"):
+        RedisInbox("http://127.0.0.1:6379")
+    with pytest.raises(ConfigurationError, match="prefix must be a non-empty str"):
+        RedisInbox(prefix="")
+    with pytest.raises(ConfigurationError, match="glob"):
+        RedisInbox(prefix="app*:")
+    with pytest.raises(ConfigurationError, match="claim_timeout must be more than 0"):
+        RedisInbox(claim_timeout=0)
+
+
+async def test_a_decoding_client_is_refused(redis_url: str) -> None:
+    client = redis.asyncio.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        with pytest.raises(ConfigurationError, match="decode_responses"):
+            RedisInbox(client=client)
+    finally:
+        await client.aclose()

@@ -1,0 +1,79 @@
+"""A receiver killed with SIGKILL right after acking loses nothing once restarted."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import aiohttp
+from whtools import JSON, TOKEN, encode, eventually, payload
+
+SCRIPT = Path(__file__).with_name("receiver_script.py")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@asynccontextmanager
+async def receiver_process(
+    tmp_path: Path, name: str, mode: str
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
+    port_file = tmp_path / f"{name}.port"
+    with (tmp_path / f"{name}.err").open("wb") as err:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(SCRIPT),
+            str(tmp_path / "inbox.sqlite3"),
+            str(port_file),
+            str(tmp_path / "record.txt"),
+            mode,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=err,
+        )
+    try:
+
+        async def listening() -> bool:
+            assert proc.returncode is None, (tmp_path / f"{name}.err").read_text()
+            return port_file.exists()
+
+        await eventually(listening, f"the {name} receiver to listen", limit=30)
+        yield proc, f"http://127.0.0.1:{port_file.read_text()}/hooks/{TOKEN}"
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        await proc.wait()
+
+
+def recorded(tmp_path: Path) -> list[str]:
+    path = tmp_path / "record.txt"
+    return sorted(path.read_text().splitlines()) if path.exists() else []
+
+
+async def test_sigkill_after_the_ack_loses_nothing(tmp_path: Path) -> None:
+    async with aiohttp.ClientSession() as session:
+        async with receiver_process(tmp_path, "first", "block") as (proc, url):
+            for pid in ("p-1", "p-2"):
+                async with session.post(url, data=encode(payload(pid)), headers=JSON) as response:
+                    assert response.status == 200
+                    assert await response.json() == {"status": "accepted"}
+            proc.send_signal(signal.SIGKILL)
+            assert await proc.wait() == -signal.SIGKILL
+        assert recorded(tmp_path) == []
+
+        async with receiver_process(tmp_path, "second", "record") as (proc, url):
+
+            async def both_recorded() -> bool:
+                return recorded(tmp_path) == ["p-1 done", "p-2 done"]
+
+            await eventually(both_recorded, "the restarted receiver to handle both", limit=30)
+            # The dedup keys survived the crash too.
+            async with session.post(url, data=encode(payload("p-1")), headers=JSON) as response:
+                assert await response.json() == {"status": "duplicate"}
+            proc.send_signal(signal.SIGTERM)
+            await proc.wait()
+    assert recorded(tmp_path) == ["p-1 done", "p-2 done"]

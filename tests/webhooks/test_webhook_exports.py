@@ -1,0 +1,63 @@
+"""The public surface of ``webhooks`` is its ``__all__``, and importing it needs no Redis."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import webhooks
+
+PUBLIC = {
+    "RECEIVER_KEY",
+    "Delivery",
+    "Handler",
+    "Ignored",
+    "Inbox",
+    "InboxEntry",
+    "InboxError",
+    "InboxUnavailableError",
+    "KnownProcessFilter",
+    "LatencyHistogram",
+    "MemoryInbox",
+    "Metrics",
+    "NoVerification",
+    "Parsed",
+    "ProcessClient",
+    "RedactingAccessLogger",
+    "RedisInbox",
+    "RedisRegistry",
+    "Registry",
+    "RegistryClosedError",
+    "RegistryStats",
+    "RegistryUnavailableError",
+    "RegistrySink",
+    "Rejection",
+    "ResultSink",
+    "SQLiteInbox",
+    "StandardWebhooksVerifier",
+    "TokenVerifier",
+    "UnknownEntryError",
+    "Verifier",
+    "WebhookReceiver",
+    "parse_delivery",
+}
+
+
+def test_all_is_exactly_the_public_names() -> None:
+    assert set(webhooks.__all__) == PUBLIC
+    assert len(webhooks.__all__) == len(PUBLIC), "a name is listed twice in __all__"
+    for name in PUBLIC:
+        assert hasattr(webhooks, name), name
+
+
+def test_no_public_attribute_is_missing_from_all() -> None:
+    visible = {name for name in vars(webhooks) if not name.startswith("_")}
+    assert visible == PUBLIC
+
+
+def test_importing_webhooks_does_not_import_redis() -> None:
+    code = "import sys, webhooks; print('redis' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "False"

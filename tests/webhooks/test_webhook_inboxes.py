@@ -1,0 +1,90 @@
+"""Both bundled inboxes keep the contract; the SQLite one also survives a reopen."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from inbox_contract import CLAIM_TIMEOUT, InboxContract, claim_eventually, event
+
+from webhooks import Inbox, InboxUnavailableError, MemoryInbox, SQLiteInbox
+
+
+class TestMemoryInbox(InboxContract):
+    @pytest.fixture
+    async def inbox(self) -> AsyncIterator[Inbox]:
+        inbox = MemoryInbox(claim_timeout=CLAIM_TIMEOUT)
+        yield inbox
+        await inbox.close()
+
+
+class TestSQLiteInbox(InboxContract):
+    @pytest.fixture
+    async def inbox(self, tmp_path: Path) -> AsyncIterator[Inbox]:
+        inbox = SQLiteInbox(tmp_path / "inbox.sqlite3", claim_timeout=CLAIM_TIMEOUT)
+        yield inbox
+        await inbox.close()
+
+
+async def test_sqlite_entries_survive_a_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "inbox.sqlite3"
+    first = SQLiteInbox(path, claim_timeout=CLAIM_TIMEOUT)
+    assert await first.put(event("p-1"), b"one")
+    assert await first.put(event("p-2"), b"two")
+    (claimed, _) = await first.claim_batch("before-restart", 2)
+    await first.ack(claimed.id)
+    await first.close()
+
+    second = SQLiteInbox(path, claim_timeout=CLAIM_TIMEOUT)
+    try:
+        assert await second.put(event("p-1"), b"one") is False  # acked key still held
+        assert await second.put(event("p-2"), b"two") is False  # pending key still held
+        assert await second.pending_count() == 1
+        # p-2 was claimed by the process that went away: handed out after the claim times out.
+        batch = await claim_eventually(second, "after-restart")
+        assert [e.event for e in batch] == [event("p-2")]
+        assert batch[0].raw == b"two"
+    finally:
+        await second.close()
+
+
+async def test_sqlite_groups_concurrent_puts_and_each_put_sees_its_own_answer(
+    tmp_path: Path,
+) -> None:
+    inbox = SQLiteInbox(tmp_path / "inbox.sqlite3", batch_window=0.005)
+    try:
+        events = [event(f"p-{n % 100}") for n in range(300)]
+        results = await asyncio.gather(*(inbox.put(e, b"x") for e in events))
+        assert results[:100] == [True] * 100
+        assert results[100:] == [False] * 200
+        assert await inbox.pending_count() == 100
+    finally:
+        await inbox.close()
+
+
+async def test_two_sqlite_inboxes_on_one_file_share_dedup_and_claims(tmp_path: Path) -> None:
+    path = tmp_path / "shared.sqlite3"
+    one, two = SQLiteInbox(path), SQLiteInbox(path)
+    try:
+        results = await asyncio.gather(*(ib.put(event(), b"x") for ib in (one, two) * 10))
+        assert results.count(True) == 1
+        assert len(await one.claim_batch("a", 10)) == 1
+        assert await two.claim_batch("b", 10) == []
+    finally:
+        await one.close()
+        await two.close()
+
+
+async def test_sqlite_on_an_unwritable_path_raises_unavailable(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    inbox = SQLiteInbox(blocker / "inbox.sqlite3")
+    try:
+        with pytest.raises(InboxUnavailableError, match="SQLite inbox"):
+            await inbox.put(event(), b"x")
+        with pytest.raises(InboxUnavailableError):
+            await inbox.check()
+    finally:
+        await inbox.close()

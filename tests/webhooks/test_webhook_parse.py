@@ -1,0 +1,126 @@
+"""The sans-io parse step: bytes and a content type in, an event or a reason out."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from whtools import encode, payload
+
+from webhooks._parse import (
+    MAX_JSON_DEPTH,
+    Ignored,
+    Parsed,
+    Rejection,
+    json_depth_exceeds,
+    parse_delivery,
+)
+
+CT = "application/json"
+
+
+def test_a_service_payload_parses_with_the_webhook_url_spelling() -> None:
+    result = parse_delivery(encode(payload("p-9", extra_field={"new": 1})), CT)
+    assert isinstance(result, Parsed)
+    event = result.event
+    assert (event.process_id, event.status, event.order_id) == ("p-9", "done", "order-1")
+    assert event.final_assets[0].src == "https://cdn.example/p-9.jpg?sig=1"
+    assert event.final_assets[0].thumbnail_src == "https://cdn.example/p-9-t.jpg?sig=1"
+    assert event.dedup_key == ("process.completed", "p-9", "done")
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    ["application/json", "application/json; charset=utf-8", 'Application/JSON; charset="UTF-8"'],
+)
+def test_json_content_types_with_optional_utf8_charset_are_accepted(content_type: str) -> None:
+    assert isinstance(parse_delivery(encode(payload()), content_type), Parsed)
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "status", "words"),
+    [
+        (encode(payload()), None, 415, "missing Content-Type"),
+        (encode(payload()), "text/plain", 415, "application/json"),
+        (encode(payload()), "application/json; charset=latin-1", 415, "UTF-8"),
+        (b"", CT, 400, "empty body"),
+        (b"   \n", CT, 400, "empty body"),
+        (b'{"event": "process.completed", "process_id": "p', CT, 400, "not valid JSON"),
+        (b"\xff\xfe{}", CT, 400, "UTF-8"),
+        (b"[" * 5000 + b"]" * 5000, CT, 400, "nests deeper"),
+        (b"[1, 2]", CT, 400, "JSON object, not an array"),
+        (b"null", CT, 400, "JSON object, not null"),
+        (b'{"process_id": "p"}', CT, 400, "missing field 'event'"),
+        (b'{"event": 7}', CT, 400, "'event' must be a string"),
+        (encode({**payload(), "process_id": 5}), CT, 400, "'process_id' must be a non-empty"),
+        (encode({**payload(), "status": ""}), CT, 400, "not an empty string"),
+        (encode({**payload(), "tool": None}), CT, 400, "'tool' must be a non-empty string"),
+        (encode({k: v for k, v in payload().items() if k != "order_id"}), CT, 400, "order_id"),
+        (encode({**payload(), "final_assets": {"a": 1}}), CT, 400, "must be an array"),
+        (encode({**payload(), "final_assets": ["x"]}), CT, 400, "final_assets[0] must be"),
+        (encode({**payload(), "final_assets": [{"temp_src": "u"}]}), CT, 400, "asset_id"),
+        (
+            encode({**payload(), "final_assets": [{"asset_id": "a", "temp_src": 3}]}),
+            CT,
+            400,
+            "temp_src must be a string",
+        ),
+    ],
+)
+def test_bad_deliveries_get_a_4xx_with_a_reason(
+    body: bytes, content_type: str | None, status: int, words: str
+) -> None:
+    result = parse_delivery(body, content_type)
+    assert isinstance(result, Rejection)
+    assert result.status == status
+    assert words in result.reason
+
+
+def test_an_unknown_event_type_is_ignored_not_rejected() -> None:
+    result = parse_delivery(b'{"event": "process.started", "whatever": [1]}', CT)
+    assert isinstance(result, Ignored)
+    assert result.code == "unknown_event"
+
+
+def test_failed_events_may_omit_or_null_final_assets() -> None:
+    body = {k: v for k, v in payload(status="failed").items() if k != "final_assets"}
+    result = parse_delivery(encode(body), CT)
+    assert isinstance(result, Parsed)
+    assert result.event.final_assets == ()
+    result = parse_delivery(encode({**body, "final_assets": None}), CT)
+    assert isinstance(result, Parsed)
+
+
+def test_unknown_statuses_and_tools_parse() -> None:
+    result = parse_delivery(encode(payload(status="partially-done", tool="tool-new")), CT)
+    assert isinstance(result, Parsed)
+    assert result.event.status == "partially-done"
+
+
+def test_depth_check_ignores_brackets_inside_strings() -> None:
+    tricky = json.dumps({"s": "[" * 100 + '\\"{' * 50, "t": ["]]]]"]}).encode()
+    assert not json_depth_exceeds(tricky)
+    assert json_depth_exceeds(b"{" * (MAX_JSON_DEPTH + 1))
+    assert not json_depth_exceeds(b"[" * MAX_JSON_DEPTH + b"]" * MAX_JSON_DEPTH)
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
+)
+
+
+@given(JSON_VALUES)
+def test_any_json_value_gets_a_verdict_never_an_exception(value: object) -> None:
+    result = parse_delivery(json.dumps(value).encode(), CT)
+    assert isinstance(result, Parsed | Ignored | Rejection)
+
+
+@given(st.binary(max_size=200))
+def test_any_bytes_get_a_verdict_never_an_exception(body: bytes) -> None:
+    result = parse_delivery(body, CT)
+    assert isinstance(result, Parsed | Ignored | Rejection)
+    if isinstance(result, Rejection):
+        assert 400 <= result.status < 500

@@ -1,0 +1,79 @@
+"""End to end: the sandbox delivers duplicated, reordered webhooks to a mounted receiver."""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+from pathlib import Path
+
+import aiohttp
+from PIL import Image
+from whtools import HOOK, TOKEN, Recorder, idle, serve
+
+import asyncsdk
+from asyncsdk.sandbox import Sandbox, SandboxConfig
+from webhooks import SQLiteInbox, TokenVerifier, WebhookReceiver
+
+
+def jpeg() -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (64, 48), (120, 90, 60)).save(buffer, "JPEG")
+    return buffer.getvalue()
+
+
+async def create_processes(sb: Sandbox, count: int) -> list[str]:
+    """Raw HTTP, as any caller of the service would."""
+    headers = {"x-api-key": sb.api_key}
+    async with aiohttp.ClientSession(base_url=sb.base_url, headers=headers) as session:
+        form = aiohttp.FormData()
+        form.add_field("asset_file", jpeg(), filename="room.jpg", content_type="image/jpeg")
+        form.add_field("asset_role", "primary_angle")
+        async with session.post("/v3/order", data=form) as response:
+            assert response.status == 201, await response.text()
+            order = await response.json()
+        ids = []
+        for _ in range(count):
+            body = {
+                "order_id": order["order_id"],
+                "tool": "tool-day-to-dusk",
+                "asset_map": {"tool-day-to-dusk-input-image": order["assets"][0]["id"]},
+            }
+            async with session.post("/v3/process", json=body) as response:
+                assert response.status == 201, await response.text()
+                ids.extend((await response.json())["process_ids"])
+        return ids
+
+
+async def test_duplicated_reordered_deliveries_reach_handlers_once(tmp_path: Path) -> None:
+    config = SandboxConfig(
+        webhook_duplicates=2, webhook_out_of_order=True, failure_rate=0.5, seed=7
+    )
+    async with (
+        Sandbox(config) as sb,
+        asyncsdk.Client(api_key=sb.api_key, base_url=sb.base_url) as api,
+    ):
+        receiver = WebhookReceiver(
+            inbox=SQLiteInbox(tmp_path / "hooks.sqlite3"),
+            verifier=TokenVerifier(TOKEN),
+            client=api,  # fetch-back: handlers see what the API says
+            poll_interval=0.05,
+        )
+        seen = Recorder()
+        receiver.on_completed()(seen)
+        async with serve(receiver) as http:
+            sb.register_webhook(str(http.make_url(HOOK)))
+            ids = await create_processes(sb, 8)
+            await sb.wait_idle()
+            await idle(receiver)
+
+            assert Counter(seen.ids) == Counter(set(ids))  # each process exactly once
+            for event in seen.events:
+                truth = await api.processes.get(event.process_id)
+                assert event.status == truth.status
+                assert [a.asset_id for a in event.final_assets] == [
+                    a.asset_id for a in truth.final_assets
+                ]
+            assert {e.status for e in seen.events} == {"done", "failed"}
+            assert receiver.metrics.accepted == len(ids)
+            assert receiver.metrics.duplicate == 2 * len(ids)
+            assert all(d.delivered for d in sb.stats.deliveries)

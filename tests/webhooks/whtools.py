@@ -1,0 +1,154 @@
+"""Shared test tools: a host app with the receiver mounted, payloads, fake inboxes, waiting."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from asyncsdk._models import ProcessCompleted
+from webhooks import InboxEntry, InboxUnavailableError, MemoryInbox, WebhookReceiver
+
+T = TypeVar("T")
+
+TOKEN = "tok-" + "a1b2c3d4" * 4
+OLD_TOKEN = "old-" + "z9y8x7w6" * 4
+HOOK = f"/hooks/{TOKEN}"
+JSON = {"Content-Type": "application/json"}
+
+
+def payload(
+    process_id: str = "proc-1",
+    status: str = "done",
+    tool: str = "tool-virtual-staging",
+    **extra: Any,
+) -> dict[str, Any]:
+    """A ``process.completed`` body as the service sends it."""
+    assets = (
+        [
+            {
+                "asset_id": f"{process_id}-out",
+                "asset_type": "image",
+                "temp_src": f"https://cdn.example/{process_id}.jpg?sig=1",
+                "temp_thumbnail_src": f"https://cdn.example/{process_id}-t.jpg?sig=1",
+            }
+        ]
+        if status == "done"
+        else []
+    )
+    body: dict[str, Any] = {
+        "event": "process.completed",
+        "process_id": process_id,
+        "order_id": "order-1",
+        "tool": tool,
+        "status": status,
+        "final_assets": assets,
+    }
+    body.update(extra)
+    return body
+
+
+def encode(body: Any) -> bytes:
+    return json.dumps(body).encode()
+
+
+@contextlib.asynccontextmanager
+async def serve(
+    receiver: WebhookReceiver,
+    *,
+    prefix: str = "/hooks/",
+    server_options: dict[str, Any] | None = None,
+    middlewares: Sequence[Any] = (),
+    **app_options: Any,
+) -> AsyncIterator[TestClient[web.Request, web.Application]]:
+    """Mount ``receiver`` in a host app and serve it on 127.0.0.1; stop everything on exit."""
+    app = web.Application(middlewares=middlewares, **app_options)
+
+    async def home(_: web.Request) -> web.Response:
+        return web.Response(text="host app")
+
+    app.router.add_get("/", home)
+    receiver.setup(app, prefix=prefix)
+    server = TestServer(app, host="127.0.0.1")
+    # TestServer takes runner options here only; it always runs with handler_cancellation=True,
+    # the setting under which a client hanging up cancels the request handler.
+    await server.start_server(**(server_options or {}))
+    async with TestClient(server) as client:
+        yield client
+
+
+async def eventually(
+    probe: Callable[[], Awaitable[T]], what: str, limit: float = 10.0, step: float = 0.01
+) -> T:
+    """Poll ``probe`` until it returns something truthy, and return that.
+
+    A guard against hanging, not a speed assertion: ``limit`` only bounds a broken test.  Polling
+    (not an Event) because the state polled lives in another process, a database or a server.
+    """
+    try:
+        async with asyncio.timeout(limit):
+            while True:
+                value = await probe()
+                if value:
+                    return value
+                await asyncio.sleep(step)
+    except TimeoutError:
+        raise AssertionError(f"still waiting for: {what}") from None
+
+
+async def wait_until(condition: Callable[[], bool], what: str, limit: float = 10.0) -> None:
+    """Poll a plain condition until it holds."""
+
+    async def probe() -> bool:
+        return condition()
+
+    await eventually(probe, what, limit)
+
+
+async def idle(receiver: WebhookReceiver, limit: float = 10.0) -> None:
+    """Wait until the receiver has nothing stored and nothing running."""
+    pool = receiver._pool
+
+    async def settled() -> bool:
+        return pool.in_flight == 0 and await receiver.inbox.pending_count() == 0
+
+    await eventually(settled, "the receiver to settle", limit)
+
+
+class Recorder:
+    """A handler that records every event it is called with."""
+
+    def __init__(self) -> None:
+        self.events: list[ProcessCompleted] = []
+
+    async def __call__(self, event: ProcessCompleted) -> None:
+        self.events.append(event)
+
+    @property
+    def ids(self) -> list[str]:
+        return [e.process_id for e in self.events]
+
+
+class SwitchableInbox(MemoryInbox):
+    """A memory inbox whose store can be switched off, as a Redis or disk outage would."""
+
+    down: bool = False
+
+    async def put(self, event: ProcessCompleted, raw: bytes) -> bool:
+        if self.down:
+            raise InboxUnavailableError("store switched off by the test")
+        return await super().put(event, raw)
+
+    async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
+        if self.down:
+            raise InboxUnavailableError("store switched off by the test")
+        return await super().claim_batch(consumer, limit)
+
+
+def statuses(answers: Sequence[dict[str, Any]]) -> list[str]:
+    return [a.get("status", "") for a in answers]

@@ -1,0 +1,167 @@
+"""An inbox in process memory: for tests and throwaway use (a restart forgets everything)."""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import time
+from collections.abc import Callable, Sequence
+
+import attrs
+
+from asyncsdk._models import ProcessCompleted
+from webhooks._store import (
+    DEFAULT_CLAIM_TIMEOUT,
+    DEFAULT_DEDUP_RETENTION,
+    InboxEntry,
+    InboxUnavailableError,
+    UnknownEntryError,
+    dedup_key_text,
+)
+
+__all__ = ["MemoryInbox"]
+
+_PENDING = "pending"
+_DEAD = "dead"
+
+
+@attrs.define
+class _Record:
+    id: str
+    key: str
+    event: ProcessCompleted
+    raw: bytes
+    received_at: float
+    state: str = _PENDING
+    attempts: int = 0
+    last_error: str | None = None
+    due_at: float = 0.0
+    claimed_by: str | None = None
+    claimed_at: float = 0.0
+
+    def entry(self) -> InboxEntry:
+        return InboxEntry(
+            id=self.id,
+            event=self.event,
+            raw=self.raw,
+            attempts=self.attempts,
+            last_error=self.last_error,
+            received_at=self.received_at,
+        )
+
+
+@attrs.define(kw_only=True)
+class MemoryInbox:
+    """The :class:`~webhooks.Inbox` contract kept in a dict; every call is atomic (no awaits)."""
+
+    claim_timeout: float = DEFAULT_CLAIM_TIMEOUT
+    dedup_retention: float = DEFAULT_DEDUP_RETENTION
+    clock: Callable[[], float] = time.time
+    _records: dict[str, _Record] = attrs.field(factory=dict, init=False)
+    _keys: dict[str, float | None] = attrs.field(factory=dict, init=False)
+    """dedup key -> expiry time once finished (``None`` while its entry is held)."""
+    _expiries: collections.deque[tuple[float, str]] = attrs.field(
+        factory=collections.deque, init=False
+    )
+    _ids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
+    _closed: bool = attrs.field(default=False, init=False)
+
+    def _open(self) -> None:
+        if self._closed:
+            raise InboxUnavailableError("the inbox is closed")
+
+    def _forget_expired(self, now: float) -> None:
+        while self._expiries and self._expiries[0][0] <= now:
+            expiry, key = self._expiries.popleft()
+            if self._keys.get(key) == expiry:
+                del self._keys[key]
+
+    async def put(self, event: ProcessCompleted, raw: bytes) -> bool:
+        self._open()
+        now = self.clock()
+        self._forget_expired(now)
+        key = dedup_key_text(event)
+        if key in self._keys:
+            return False
+        entry_id = str(next(self._ids))
+        self._keys[key] = None
+        self._records[entry_id] = _Record(
+            id=entry_id, key=key, event=event, raw=bytes(raw), received_at=now, due_at=now
+        )
+        return True
+
+    async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
+        self._open()
+        now = self.clock()
+        out: list[InboxEntry] = []
+        for record in self._records.values():
+            if len(out) >= limit:
+                break
+            if record.state != _PENDING or record.due_at > now:
+                continue
+            if record.claimed_by is not None and now - record.claimed_at < self.claim_timeout:
+                continue
+            record.claimed_by = consumer
+            record.claimed_at = now
+            record.attempts += 1
+            out.append(record.entry())
+        return out
+
+    async def extend(self, consumer: str, entry_ids: Sequence[str]) -> None:
+        self._open()
+        now = self.clock()
+        for entry_id in entry_ids:
+            record = self._records.get(entry_id)
+            if record is not None and record.claimed_by == consumer:
+                record.claimed_at = now
+
+    async def ack(self, entry_id: str) -> None:
+        self._open()
+        record = self._records.pop(entry_id, None)
+        if record is None:
+            return
+        expiry = self.clock() + self.dedup_retention
+        self._keys[record.key] = expiry
+        self._expiries.append((expiry, record.key))
+
+    async def retry_later(self, entry_id: str, error: str, delay: float) -> None:
+        self._open()
+        record = self._records.get(entry_id)
+        if record is None or record.state != _PENDING:
+            return
+        record.claimed_by = None
+        record.last_error = error
+        record.due_at = self.clock() + max(0.0, delay)
+
+    async def dead_letter(self, entry_id: str, error: str) -> None:
+        self._open()
+        record = self._records.get(entry_id)
+        if record is None:
+            return
+        record.state = _DEAD
+        record.claimed_by = None
+        record.last_error = error
+
+    async def dead_letters(self, limit: int = 1000) -> list[InboxEntry]:
+        self._open()
+        dead = [r.entry() for r in self._records.values() if r.state == _DEAD]
+        return dead[:limit]
+
+    async def replay(self, entry_id: str) -> None:
+        self._open()
+        record = self._records.get(entry_id)
+        if record is None or record.state != _DEAD:
+            raise UnknownEntryError(f"no dead letter with id {entry_id!r}; list dead_letters()")
+        record.state = _PENDING
+        record.attempts = 0
+        record.due_at = self.clock()
+
+    async def pending_count(self) -> int:
+        self._open()
+        return sum(1 for r in self._records.values() if r.state == _PENDING)
+
+    async def check(self) -> None:
+        self._open()
+
+    async def close(self) -> None:
+        self._closed = True

@@ -1,0 +1,263 @@
+""":class:`RedisInbox`: the receiver's durable inbox on a Redis stream with a consumer group.
+
+Several receiver processes (on several hosts) share one inbox by sharing the Redis server and the
+prefix: the dedup claim is one ``SET NX`` for all of them, and any consumer takes over the entries
+of a consumer that crashed once their claim is ``claim_timeout`` seconds old (``XAUTOCLAIM``).
+Every multi-step change is one Lua script, so no crash leaves an entry half-moved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+
+from asyncsdk._errors import ConfigurationError
+from webhooks._redis import _scripts
+from webhooks._redis._connect import (
+    DEFAULT_PREFIX,
+    DEFAULT_REDIS_URL,
+    check_prefix,
+    connect,
+    require_redis,
+    translate_errors,
+)
+from webhooks._store import (
+    DEFAULT_CLAIM_TIMEOUT,
+    DEFAULT_DEDUP_RETENTION,
+    InboxEntry,
+    InboxError,
+    InboxUnavailableError,
+    UnknownEntryError,
+    dedup_key_text,
+    encode_event,
+)
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+    from redis.commands.core import AsyncScript
+
+    from asyncsdk._models import ProcessCompleted
+
+__all__ = ["RedisInbox"]
+
+_PRUNE_EVERY: Final = 60.0
+"""Seconds between sweeps of consumers that hold nothing (crashed or renamed workers)."""
+_PRUNE_IDLE: Final = 3600.0
+"""A consumer idle this long and holding nothing is dropped from the group."""
+
+
+def _positive_seconds(_: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigurationError(
+            f"{attribute.name} must be a finite number of seconds, not {value!r}"
+        )
+    if value <= 0:
+        raise ConfigurationError(f"{attribute.name} must be more than 0 seconds, not {value!r}")
+
+
+def _whole_seconds(seconds: float) -> int:
+    return max(1, math.ceil(seconds))
+
+
+@attrs.define(eq=False)
+class RedisInbox:
+    """An :class:`~webhooks.Inbox` on Redis Streams, shared by every process using the same prefix.
+
+    ::
+
+        inbox = RedisInbox("redis://127.0.0.1:6379/0", prefix="myapp:")
+        receiver = WebhookReceiver(..., inbox=inbox)
+
+    ``client`` lets you pass your own ``redis.asyncio.Redis`` (it must not decode responses); it is
+    then yours to close.  Otherwise the inbox opens a pool on ``url`` and closes it in ``close``.
+    Keys live under ``prefix`` and expire ``retention`` seconds after the inbox was last used; a
+    finished event's dedup key is kept ``retention`` seconds after its ack.  Works with one Redis
+    server (with replicas or Sentinel), not with Redis Cluster.
+    """
+
+    url: str = DEFAULT_REDIS_URL
+    prefix: str = attrs.field(default=DEFAULT_PREFIX, kw_only=True, converter=check_prefix)
+    claim_timeout: float = attrs.field(
+        default=DEFAULT_CLAIM_TIMEOUT, kw_only=True, validator=_positive_seconds
+    )
+    """Seconds after which a claim that was not extended counts as abandoned."""
+    retention: float = attrs.field(
+        default=DEFAULT_DEDUP_RETENTION, kw_only=True, validator=_positive_seconds
+    )
+    """Seconds a finished event's dedup key is kept; also the TTL of the inbox's other keys."""
+    client: Redis | None = attrs.field(default=None, kw_only=True)
+    _redis: Redis = attrs.field(init=False)
+    _keys: _scripts.InboxKeys = attrs.field(init=False)
+    _scripts: dict[str, AsyncScript] = attrs.field(init=False, factory=dict)
+    _closed: bool = attrs.field(default=False, init=False)
+    _next_prune: float = attrs.field(default=0.0, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        require_redis()
+        if self.client is None:
+            self._redis = connect(self.url)
+        else:
+            if self.client.connection_pool.connection_kwargs.get("decode_responses"):
+                raise ConfigurationError(
+                    "the Redis client given to RedisInbox decodes responses; raw bodies are bytes:"
+                    " pass a client made without decode_responses=True"
+                )
+            self._redis = self.client
+        self._keys = _scripts.InboxKeys(self.prefix)
+        for name in (
+            "PUT",
+            "CLAIM",
+            "EXTEND",
+            "ACK",
+            "RETRY_LATER",
+            "DEAD_LETTER",
+            "DEAD_LETTERS",
+            "REPLAY",
+            "PENDING_COUNT",
+            "PRUNE_CONSUMERS",
+        ):
+            self._scripts[name] = self._redis.register_script(getattr(_scripts, name))
+
+    # -- the Inbox contract -----------------------------------------------------------------
+
+    async def put(self, event: ProcessCompleted, raw: bytes) -> bool:
+        """Claim the event's dedup key and append it to the stream, in one script."""
+        dedup = dedup_key_text(event)
+        entry_id = await self._run(
+            "PUT",
+            [*self._keys.keys, self._keys.dedup(dedup)],
+            [self._ttl, encode_event(event), bytes(raw), repr(time.time()), dedup],
+        )
+        return entry_id is not None
+
+    async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
+        """Due retries and replays first, then abandoned claims, then new entries."""
+        consumer = _check_consumer(consumer)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ConfigurationError(f"limit must be an int of 0 or more, not {limit!r}")
+        if limit == 0:
+            return []
+        await self._maybe_prune()
+        rows = await self._run(
+            "CLAIM",
+            self._keys.keys,
+            [
+                _scripts.GROUP,
+                consumer,
+                limit,
+                max(1, round(self.claim_timeout * 1000)),
+                self._ttl,
+            ],
+        )
+        return [_scripts.parse_entry(row) for row in rows]
+
+    async def extend(self, consumer: str, entry_ids: Sequence[str]) -> None:
+        consumer = _check_consumer(consumer)
+        ids = [i for i in entry_ids if _scripts.is_entry_id(i)]
+        if ids:
+            await self._run("EXTEND", self._keys.keys, [_scripts.GROUP, consumer, *ids])
+
+    async def ack(self, entry_id: str) -> None:
+        if _scripts.is_entry_id(entry_id):
+            await self._run(
+                "ACK",
+                self._keys.keys,
+                [_scripts.GROUP, entry_id, self._keys.dedup_prefix, self._ttl],
+            )
+
+    async def retry_later(self, entry_id: str, error: str, delay: float) -> None:
+        if isinstance(delay, bool) or not isinstance(delay, int | float) or not delay >= 0:
+            raise ConfigurationError(f"delay must be 0 or more seconds, not {delay!r}")
+        if _scripts.is_entry_id(entry_id):
+            delay_ms = round(min(delay, 10 * 365 * 86400.0) * 1000)
+            await self._run(
+                "RETRY_LATER",
+                self._keys.keys,
+                [_scripts.GROUP, entry_id, str(error), delay_ms, self._ttl],
+            )
+
+    async def dead_letter(self, entry_id: str, error: str) -> None:
+        if _scripts.is_entry_id(entry_id):
+            await self._run(
+                "DEAD_LETTER",
+                self._keys.keys,
+                [
+                    _scripts.GROUP,
+                    entry_id,
+                    str(error),
+                    self._ttl,
+                    self._keys.dedup_prefix,
+                    self._ttl,
+                ],
+            )
+
+    async def dead_letters(self, limit: int = 1000) -> list[InboxEntry]:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ConfigurationError(f"limit must be an int of 0 or more, not {limit!r}")
+        if limit == 0:
+            return []
+        rows = await self._run("DEAD_LETTERS", self._keys.keys, [limit])
+        return [_scripts.parse_entry(row) for row in rows]
+
+    async def replay(self, entry_id: str) -> None:
+        if not _scripts.is_entry_id(entry_id) or not await self._run(
+            "REPLAY", self._keys.keys, [entry_id, self._ttl]
+        ):
+            raise UnknownEntryError(
+                f"no dead letter with id {entry_id!r} in the inbox under {self.prefix!r};"
+                " list them with dead_letters()"
+            )
+
+    async def pending_count(self) -> int:
+        return int(await self._run("PENDING_COUNT", self._keys.keys, []))
+
+    async def check(self) -> None:
+        self._check_open()
+        with translate_errors(InboxUnavailableError, InboxError, "inbox check", self._redis):
+            await self._redis.ping()
+
+    async def close(self) -> None:
+        """Release the connections (if this inbox opened them).  Entries stay in Redis."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.client is None:
+            await self._redis.aclose()
+
+    # -- internals ------------------------------------------------------------------------------
+
+    @property
+    def _ttl(self) -> int:
+        return _whole_seconds(self.retention)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InboxUnavailableError(
+                "the Redis inbox is closed; create a new RedisInbox to use it again"
+            )
+
+    async def _run(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        self._check_open()
+        with translate_errors(
+            InboxUnavailableError, InboxError, f"inbox {name.lower()}", self._redis
+        ):
+            return await self._scripts[name](keys=list(keys), args=list(args))
+
+    async def _maybe_prune(self) -> None:
+        now = asyncio.get_running_loop().time()
+        if now < self._next_prune:
+            return
+        self._next_prune = now + _PRUNE_EVERY
+        idle_ms = round(max(_PRUNE_IDLE, 10 * self.claim_timeout) * 1000)
+        await self._run("PRUNE_CONSUMERS", self._keys.keys, [_scripts.GROUP, idle_ms])
+
+
+def _check_consumer(consumer: object) -> str:
+    if not isinstance(consumer, str) or not consumer:
+        raise ConfigurationError(f"consumer must be a non-empty str, not {consumer!r}")
+    return consumer

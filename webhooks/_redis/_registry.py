@@ -1,0 +1,354 @@
+""":class:`RedisRegistry`: the waiter registry across processes, on Redis keys and one channel.
+
+::
+
+    instance B (receiver)                        instance A (waiters)
+    resolve(event)                               wait(pid) ─ enrolls in the local Registry
+      SET P result:<pid> NX PX keep_for            └─ MGET P result:<pid> (batched) ──┐
+      PUBLISH P results <event>  ────────────►  listener (ONE subscription) ─────────┴─► resolve
+
+Why no result is lost: a waiter enrolls locally first, then its result key is read; a result set
+after that read is published after that read too, and either the subscription hears it or, if the
+subscription was down, the listener re-reads the keys of every pending id as soon as it has
+subscribed again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+from collections.abc import Iterable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, Self
+
+import attrs
+
+from asyncsdk._errors import ConfigurationError
+from webhooks._redis import _scripts
+from webhooks._redis._connect import (
+    DEFAULT_PREFIX,
+    DEFAULT_REDIS_URL,
+    check_prefix,
+    connect,
+    require_redis,
+    translate_errors,
+    where,
+)
+from webhooks._registry import (
+    DEFAULT_KEEP_FOR,
+    Registry,
+    RegistryClosedError,
+    RegistryStats,
+    RegistryUnavailableError,
+)
+from webhooks._store import decode_event, encode_event
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+    from redis.asyncio.client import PubSub
+    from redis.commands.core import AsyncScript
+
+    from asyncsdk._models import ProcessCompleted
+
+__all__ = ["RedisRegistry"]
+
+logger = logging.getLogger("webhooks.redis")
+
+_READ_CHUNK: Final = 1000
+"""Result keys per MGET."""
+_LOCAL_KEEP_FOR: Final = 30.0
+"""Seconds an event heard on the channel is kept in memory (covers a read racing a publish)."""
+_MAX_BACKOFF: Final = 5.0
+
+
+def _check_seconds(_: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigurationError(
+            f"{attribute.name} must be a finite number of seconds, not {value!r}"
+        )
+    if value <= 0:
+        raise ConfigurationError(f"{attribute.name} must be more than 0 seconds, not {value!r}")
+
+
+@attrs.define(eq=False)
+class RedisRegistry:
+    """A waiter registry shared by every process using the same Redis server and prefix.
+
+    Same API as :class:`~webhooks.Registry`: ``wait`` (the client's ``ResultWaiter``), ``resolve``
+    and ``set_healthy`` (the receiver's sink), ``close`` / ``async with``.  A waiter in one process
+    is woken by a ``resolve`` in any other::
+
+        async with RedisRegistry("redis://127.0.0.1:6379/0", prefix="myapp:") as registry:
+            event = await registry.wait(process_id, timeout=600)
+
+    Each instance holds one pub/sub subscription and at most a small pool of connections, however
+    many coroutines wait.  Results are kept in Redis for ``keep_for`` seconds (the first event of a
+    process id wins), so a wait that starts late still finds them.
+    """
+
+    url: str = DEFAULT_REDIS_URL
+    prefix: str = attrs.field(default=DEFAULT_PREFIX, kw_only=True, converter=check_prefix)
+    keep_for: float = attrs.field(default=DEFAULT_KEEP_FOR, kw_only=True, validator=_check_seconds)
+    """Seconds a result stays in Redis for waiters that start after it landed."""
+    client: Redis | None = attrs.field(default=None, kw_only=True)
+    """Your own ``redis.asyncio.Redis`` (then yours to close); by default one is opened on url."""
+    ping_interval: float = attrs.field(default=10.0, kw_only=True, validator=_check_seconds)
+    """Seconds of silence after which the subscription is pinged; twice that without an answer
+    and it is dropped and made again."""
+    _redis: Redis = attrs.field(init=False)
+    _local: Registry = attrs.field(init=False)
+    _resolve_script: AsyncScript = attrs.field(init=False)
+    _key_prefix: str = attrs.field(init=False)
+    _channel: str = attrs.field(init=False)
+    _tasks: list[asyncio.Task[None]] = attrs.field(factory=list, init=False)
+    _live: asyncio.Event | None = attrs.field(default=None, init=False)
+    _to_read: set[str] = attrs.field(factory=set, init=False)
+    _read_wanted: asyncio.Event | None = attrs.field(default=None, init=False)
+    _fed: bool = attrs.field(default=True, init=False)
+    _closed: bool = attrs.field(default=False, init=False)
+    _subscriptions: int = attrs.field(default=0, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        require_redis()
+        self._redis = connect(self.url) if self.client is None else self.client
+        self._local = Registry(keep_for=min(_LOCAL_KEEP_FOR, self.keep_for), healthy=True)
+        self._local._on_new_id = self._want_read
+        self._resolve_script = self._redis.register_script(_scripts.RESOLVE)
+        self._key_prefix = _scripts.result_key(self.prefix, "")
+        self._channel = _scripts.results_channel(self.prefix)
+
+    # -- ResultWaiter -------------------------------------------------------------------------
+
+    @property
+    def healthy(self) -> bool:
+        """True while the subscription is live, the registry open, and no receiver of this
+        process has reported itself stopped (``set_healthy(False)``)."""
+        return not self._closed and self._fed and self._live is not None and self._live.is_set()
+
+    async def wait(self, process_id: str, *, timeout: float | None = None) -> ProcessCompleted:
+        """Return the event of ``process_id`` as soon as any process resolves it.
+
+        Raises :class:`~asyncsdk.WaitTimeoutError` (a ``TimeoutError``) when ``timeout`` passes
+        first and :class:`~webhooks.RegistryClosedError` when the registry is or gets closed.
+        Redis being briefly unreachable does not fail a wait: results are re-read on reconnect.
+        """
+        if self._closed:
+            raise RegistryClosedError(
+                f"the registry was closed; cannot wait for process {process_id!r}"
+            )
+        self._ensure_started()
+        return await self._local.wait(process_id, timeout=timeout)
+
+    # -- sink ---------------------------------------------------------------------------------
+
+    def set_healthy(self, healthy: bool) -> None:
+        """Record whether the receiver of this process runs; starts listening if it does."""
+        self._fed = bool(healthy)
+        if healthy:
+            with contextlib.suppress(RuntimeError):  # no running loop: start() or wait() will
+                self._ensure_started()
+
+    async def resolve(self, event: ProcessCompleted) -> None:
+        """Store the event under its process id (first wins), then publish it to every instance.
+
+        Raises :class:`RegistryUnavailableError` when Redis cannot be reached, so the receiver
+        retries the event later.
+        """
+        if self._closed:
+            raise RegistryClosedError(
+                f"the registry was closed; cannot publish the event of {event.process_id!r}"
+            )
+        payload = encode_event(event)
+        with translate_errors(
+            RegistryUnavailableError, RegistryUnavailableError, "registry resolve", self._redis
+        ):
+            stored = await self._resolve_script(
+                keys=[self._key_prefix + event.process_id],
+                args=[payload, max(1, round(self.keep_for * 1000)), self._channel],
+            )
+        if stored:
+            self._local.resolve_nowait(event)  # no need to wait for our own echo
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self, *, timeout: float = 10.0) -> None:
+        """Subscribe now and wait until the subscription is live.
+
+        Raises :class:`RegistryUnavailableError` (after closing the registry) if Redis does not
+        answer within ``timeout`` seconds.
+        """
+        if self._closed:
+            raise RegistryClosedError("the registry was closed; create a new one")
+        live = self._ensure_started()
+        try:
+            async with asyncio.timeout(timeout):
+                await live.wait()
+        except TimeoutError:
+            await self.close()
+            raise RegistryUnavailableError(
+                f"could not subscribe to {self._channel!r} on Redis at {where(self._redis)}"
+                f" within {timeout} s; is the server running?"
+            ) from None
+
+    async def close(self) -> None:
+        """Stop listening, fail pending waiters with RegistryClosedError, release connections."""
+        if self._closed:
+            return
+        self._closed = True
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self._local.close()
+        if self.client is None:
+            await self._redis.aclose()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # -- introspection ------------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def pending_count(self) -> int:
+        """Coroutines of this process currently inside :meth:`wait`."""
+        return self._local.pending_count
+
+    @property
+    def stats(self) -> RegistryStats:
+        """What this process holds in memory (events heard recently are kept a few seconds)."""
+        return self._local.stats
+
+    @property
+    def subscriptions(self) -> int:
+        """How many times the subscription was made (1 + the reconnects so far)."""
+        return self._subscriptions
+
+    # -- background work ----------------------------------------------------------------------
+
+    def _ensure_started(self) -> asyncio.Event:
+        if self._live is None or self._read_wanted is None:
+            self._live = asyncio.Event()
+            self._read_wanted = asyncio.Event()
+            if self._to_read:
+                self._read_wanted.set()
+            self._tasks = [
+                asyncio.create_task(self._listen(), name=f"redis-registry-listen {self.prefix}"),
+                asyncio.create_task(self._read(), name=f"redis-registry-read {self.prefix}"),
+            ]
+        return self._live
+
+    def _want_read(self, process_id: str) -> None:
+        self._to_read.add(process_id)
+        if self._read_wanted is not None:
+            self._read_wanted.set()
+
+    def _want_reread_all(self) -> None:
+        for process_id in self._local.pending_ids():
+            self._want_read(process_id)
+
+    def _deliver(self, payload: object) -> None:
+        if not isinstance(payload, bytes | str):
+            return
+        try:
+            event = decode_event(payload)
+        except Exception:  # any garbage on the channel: a decode error of any kind
+            logger.warning("ignoring an undecodable message on %s", self._channel, exc_info=True)
+            return
+        self._local.resolve_nowait(event)
+
+    async def _listen(self) -> None:
+        """The one subscription: deliver messages, and re-read pending ids on every (re)subscribe.
+
+        redis-py reconnects and resubscribes by itself after a dropped connection; each new
+        subscription is confirmed by a ``subscribe`` message, which is what triggers the re-read.
+        """
+        assert self._live is not None
+        loop = asyncio.get_running_loop()
+        backoff = 0.05
+        while True:
+            pubsub: PubSub = self._redis.pubsub()
+            try:
+                await pubsub.subscribe(self._channel)
+                heard = loop.time()
+                while True:
+                    message: Any = await pubsub.get_message(timeout=self.ping_interval)
+                    now = loop.time()
+                    if message is None:
+                        if now - heard >= 2 * self.ping_interval:
+                            raise ConnectionError("the subscription stopped answering pings")
+                        await pubsub.ping()
+                        continue
+                    heard = now
+                    kind = message.get("type")
+                    if kind == "message":
+                        self._deliver(message.get("data"))
+                    elif kind == "subscribe":
+                        self._subscriptions += 1
+                        self._live.set()
+                        backoff = 0.05
+                        self._want_reread_all()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # redis-py raises many types; all mean "subscribe again"
+                self._live.clear()
+                logger.warning(
+                    "subscription to %s lost (%r); subscribing again in %.2f s",
+                    self._channel,
+                    exc,
+                    backoff,
+                )
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, _MAX_BACKOFF)
+            finally:
+                await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
+
+    async def _read(self) -> None:
+        """Read the result keys of newly pending ids in batches (one MGET per chunk)."""
+        assert self._read_wanted is not None
+        backoff = 0.05
+        while True:
+            await self._read_wanted.wait()
+            self._read_wanted.clear()
+            wanted, self._to_read = self._to_read, set()
+            ids = [pid for pid in wanted if self._local.is_pending(pid)]
+            try:
+                await self._read_keys(ids)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # see _listen; the ids are read again after a pause
+                self._to_read.update(ids)
+                logger.warning("reading results failed (%r); again in %.2f s", exc, backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, _MAX_BACKOFF)
+                self._read_wanted.set()
+            else:
+                backoff = 0.05
+
+    async def _read_keys(self, ids: list[str]) -> None:
+        for chunk in _chunks(ids, _READ_CHUNK):
+            values = await self._redis.mget([self._key_prefix + pid for pid in chunk])
+            for value in values:
+                if value is not None:
+                    self._deliver(value)
+
+
+def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

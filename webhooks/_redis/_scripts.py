@@ -1,0 +1,329 @@
+"""The Lua scripts of the Redis backends and the pure helpers around them (no I/O here).
+
+Inbox layout, all under the prefix ``P`` (every key expires ``retention`` seconds after the inbox
+was last written or claimed from; the dedup keys have their own TTL)::
+
+    P inbox:stream        stream; one entry per accepted event (fields event, raw, at, key);
+                          consumer group "workers" (created at id 0, so nothing is skipped)
+    P inbox:attempts      hash  entry id -> times handed out
+    P inbox:errors        hash  entry id -> last error
+    P inbox:delayed       zset  entry id -> due time (ms): retried entries and replayed dead letters
+    P inbox:dead          zset  entry id -> receive time (ms): dead letters
+    P inbox:dedup:<key>   string, SET NX by put; <key> is the JSON array (event, process_id, status)
+
+An entry is in exactly one state: *new* (after the group's last delivered id), *claimed* (in the
+group's pending list, owned by a consumer), *delayed* (acked from the pending list, id in
+``delayed``), *dead* (acked, id in ``dead``).  Ack deletes it from the stream, so the stream only
+ever holds unfinished entries and dead letters: its size is bounded by the work outstanding.
+
+Registry layout::
+
+    P result:<process_id> string with TTL: the event, SET NX (the first event wins)
+    P results             the one pub/sub channel; each message is an event, published after SET
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Final
+
+from webhooks._store import InboxEntry, InboxError, decode_event
+
+__all__ = [
+    "ACK",
+    "CLAIM",
+    "DEAD_LETTER",
+    "DEAD_LETTERS",
+    "EXTEND",
+    "GROUP",
+    "PENDING_COUNT",
+    "PRUNE_CONSUMERS",
+    "PUT",
+    "REPLAY",
+    "RESOLVE",
+    "RETRY_LATER",
+    "InboxKeys",
+    "is_entry_id",
+    "parse_entry",
+    "result_key",
+    "results_channel",
+]
+
+GROUP: Final = "workers"
+
+_ENTRY_ID = re.compile(r"[0-9]{1,20}-[0-9]{1,20}")
+
+
+def is_entry_id(entry_id: object) -> bool:
+    """True for the ids this inbox hands out (``<ms>-<seq>``); anything else is unknown."""
+    return isinstance(entry_id, str) and _ENTRY_ID.fullmatch(entry_id) is not None
+
+
+class InboxKeys:
+    """The key names of one inbox; ``keys`` is the KEYS list every inbox script takes first."""
+
+    def __init__(self, prefix: str) -> None:
+        base = f"{prefix}inbox:"
+        self.stream = base + "stream"
+        self.attempts = base + "attempts"
+        self.errors = base + "errors"
+        self.delayed = base + "delayed"
+        self.dead = base + "dead"
+        self.dedup_prefix = base + "dedup:"
+        self.keys: Final = [self.stream, self.attempts, self.errors, self.delayed, self.dead]
+
+    def dedup(self, dedup_text: str) -> str:
+        return self.dedup_prefix + dedup_text
+
+
+def parse_entry(row: Sequence[object]) -> InboxEntry:
+    """One ``{id, fields, attempts, last_error}`` row of CLAIM or DEAD_LETTERS as an entry."""
+    entry_id, fields, attempts, error = row
+    if not isinstance(entry_id, bytes) or not isinstance(fields, list):
+        raise InboxError(f"unexpected reply from an inbox script: {row!r}")
+    data = dict(zip(fields[::2], fields[1::2], strict=True))
+    return InboxEntry(
+        id=entry_id.decode(),
+        event=decode_event(data[b"event"]),
+        raw=bytes(data[b"raw"]),
+        attempts=int(attempts) if isinstance(attempts, int | bytes) else 0,
+        last_error=error.decode("utf-8", "replace") if isinstance(error, bytes) else None,
+        received_at=float(data[b"at"]),
+    )
+
+
+def result_key(prefix: str, process_id: str) -> str:
+    return f"{prefix}result:{process_id}"
+
+
+def results_channel(prefix: str) -> str:
+    return f"{prefix}results"
+
+
+# Shared by the inbox scripts.  KEYS: stream, attempts, errors, delayed, dead.
+_COMMON = """
+local stream, attempts, errors, delayed, dead = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function touch(ttl)
+  for i = 1, 5 do redis.call('EXPIRE', KEYS[i], ttl) end
+end
+local function field(fields, name)
+  for i = 1, #fields, 2 do
+    if fields[i] == name then return fields[i + 1] end
+  end
+  return false
+end
+local function claimed(group, id)
+  local p = redis.pcall('XPENDING', stream, group, id, id, 1)
+  return type(p) == 'table' and not p.err and #p > 0
+end
+local function forget(id)
+  redis.call('HDEL', attempts, id)
+  redis.call('HDEL', errors, id)
+end
+"""
+
+# KEYS: common + dedup key.  ARGV: ttl, event, raw, received_at, dedup text.
+# The dedup claim and the XADD happen together or not at all: if XADD fails, the claim is undone.
+PUT: Final = (
+    _COMMON
+    + """
+if not redis.call('SET', KEYS[6], '1', 'NX', 'EX', ARGV[1]) then return false end
+local id = redis.pcall('XADD', stream, '*', 'event', ARGV[2], 'raw', ARGV[3], 'at', ARGV[4],
+                       'key', ARGV[5])
+if type(id) == 'table' and id.err then
+  redis.call('DEL', KEYS[6])
+  return id
+end
+touch(ARGV[1])
+return id
+"""
+)
+
+# ARGV: group, consumer, limit, claim timeout (ms), ttl.
+# Returns rows {id, fields, attempts, last_error}: due retries first, then abandoned claims, then
+# new entries.
+CLAIM: Final = (
+    _COMMON
+    + """
+local group, consumer, limit = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local out = {}
+if redis.call('EXISTS', stream) == 0 then return out end
+redis.pcall('XGROUP', 'CREATE', stream, group, '0')
+local function take(entries)
+  for _, e in ipairs(entries) do
+    local id, fields = e[1], e[2]
+    if fields then
+      out[#out + 1] = {id, fields, redis.call('HINCRBY', attempts, id, 1),
+                       redis.call('HGET', errors, id)}
+    end
+  end
+end
+local due = redis.call('ZRANGEBYSCORE', delayed, '-inf', now_ms(), 'LIMIT', 0, limit)
+for _, id in ipairs(due) do
+  redis.call('ZREM', delayed, id)
+  local got = redis.call('XCLAIM', stream, group, consumer, 0, id, 'FORCE')
+  if #got == 0 then forget(id) end
+  take(got)
+end
+local cursor, rounds = '0-0', 0
+while #out < limit and rounds < 100 do
+  local r = redis.call('XAUTOCLAIM', stream, group, consumer, ARGV[4], cursor,
+                       'COUNT', limit - #out)
+  take(r[2])
+  for _, id in ipairs(r[3] or {}) do forget(id) end
+  cursor, rounds = r[1], rounds + 1
+  if cursor == '0-0' then break end
+end
+if #out < limit then
+  local r = redis.call('XREADGROUP', 'GROUP', group, consumer, 'COUNT', limit - #out,
+                       'STREAMS', stream, '>')
+  if r then take(r[1][2]) end
+end
+touch(ARGV[5])
+return out
+"""
+)
+
+# ARGV: group, consumer, ids...  Resets the idle time of the ids the consumer holds.
+EXTEND: Final = (
+    _COMMON
+    + """
+local n = 0
+for i = 3, #ARGV do
+  local p = redis.pcall('XPENDING', stream, ARGV[1], ARGV[i], ARGV[i], 1, ARGV[2])
+  if type(p) == 'table' and not p.err and #p > 0 then
+    redis.call('XCLAIM', stream, ARGV[1], ARGV[2], 0, ARGV[i], 'JUSTID')
+    n = n + 1
+  end
+end
+return n
+"""
+)
+
+# ARGV: group, id, dedup key prefix, retention.
+ACK: Final = (
+    _COMMON
+    + """
+local id = ARGV[2]
+local e = redis.call('XRANGE', stream, id, id)
+redis.pcall('XACK', stream, ARGV[1], id)
+forget(id)
+redis.call('ZREM', delayed, id)
+redis.call('ZREM', dead, id)
+if #e == 0 then return 0 end
+redis.call('XDEL', stream, id)
+local key = field(e[1][2], 'key')
+if key then redis.call('SET', ARGV[3] .. key, '1', 'EX', ARGV[4]) end
+return 1
+"""
+)
+
+# ARGV: group, id, error, delay (ms), ttl.  Only a claimed or already delayed entry moves.
+RETRY_LATER: Final = (
+    _COMMON
+    + """
+local id = ARGV[2]
+local held = claimed(ARGV[1], id)
+if not held and not redis.call('ZSCORE', delayed, id) then return 0 end
+if held then redis.call('XACK', stream, ARGV[1], id) end
+redis.call('ZADD', delayed, now_ms() + tonumber(ARGV[4]), id)
+redis.call('HSET', errors, id, ARGV[3])
+touch(ARGV[5])
+return 1
+"""
+)
+
+# ARGV: group, id, error, ttl, dedup key prefix, retention.
+DEAD_LETTER: Final = (
+    _COMMON
+    + """
+local id = ARGV[2]
+local held = claimed(ARGV[1], id)
+if not held and not redis.call('ZSCORE', delayed, id) then return 0 end
+if held then redis.call('XACK', stream, ARGV[1], id) end
+redis.call('ZREM', delayed, id)
+local e = redis.call('XRANGE', stream, id, id)
+if #e == 0 then forget(id) return 0 end
+redis.call('ZADD', dead, tonumber(string.match(id, '^(%d+)')), id)
+redis.call('HSET', errors, id, ARGV[3])
+local key = field(e[1][2], 'key')
+if key then redis.call('SET', ARGV[5] .. key, '1', 'EX', ARGV[6]) end
+touch(ARGV[4])
+return 1
+"""
+)
+
+# ARGV: limit.  Rows as CLAIM's, oldest first.
+DEAD_LETTERS: Final = (
+    _COMMON
+    + """
+local out = {}
+for _, id in ipairs(redis.call('ZRANGE', dead, 0, tonumber(ARGV[1]) - 1)) do
+  local e = redis.call('XRANGE', stream, id, id)
+  if #e > 0 then
+    out[#out + 1] = {id, e[1][2], redis.call('HGET', attempts, id), redis.call('HGET', errors, id)}
+  else
+    redis.call('ZREM', dead, id)
+    forget(id)
+  end
+end
+return out
+"""
+)
+
+# ARGV: id, ttl.  Returns 0 when the id is not a dead letter.
+REPLAY: Final = (
+    _COMMON
+    + """
+local id = ARGV[1]
+if redis.call('ZREM', dead, id) == 0 then return 0 end
+if #redis.call('XRANGE', stream, id, id) == 0 then forget(id) return 0 end
+redis.call('HSET', attempts, id, 0)
+redis.call('ZADD', delayed, now_ms(), id)
+touch(ARGV[2])
+return 1
+"""
+)
+
+PENDING_COUNT: Final = (
+    _COMMON
+    + """
+return redis.call('XLEN', stream) - redis.call('ZCARD', dead)
+"""
+)
+
+# ARGV: group, idle (ms).  Drops consumers that hold nothing and were idle that long.
+PRUNE_CONSUMERS: Final = (
+    _COMMON
+    + """
+local r = redis.pcall('XINFO', 'CONSUMERS', stream, ARGV[1])
+if type(r) ~= 'table' or r.err then return 0 end
+local n = 0
+for _, c in ipairs(r) do
+  local name, pending, idle
+  for i = 1, #c, 2 do
+    if c[i] == 'name' then name = c[i + 1]
+    elseif c[i] == 'pending' then pending = c[i + 1]
+    elseif c[i] == 'idle' then idle = c[i + 1] end
+  end
+  if pending == 0 and idle > tonumber(ARGV[2]) then
+    redis.call('XGROUP', 'DELCONSUMER', stream, ARGV[1], name)
+    n = n + 1
+  end
+end
+return n
+"""
+)
+
+# KEYS: result key.  ARGV: event, ttl (ms), channel.  SET NX first, PUBLISH only if it was set:
+# the key is there before any subscriber hears of it, and the first event wins.
+RESOLVE: Final = """
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 0 end
+redis.call('PUBLISH', ARGV[3], ARGV[1])
+return 1
+"""

@@ -1,0 +1,222 @@
+"""The storage contracts of the receiver: the durable inbox and the result sink.
+
+Inbox contract (every backend: :class:`MemoryInbox`, :class:`SQLiteInbox`, the Redis Streams one)
+====================================================================================================
+
+An inbox holds accepted ``process.completed`` events until a worker has finished with them.
+
+``put(event, raw)``
+    One atomic step that both *claims the dedup key* ``event.dedup_key`` (event, process_id,
+    status) and *persists the entry*.  It returns ``True`` for a new event and ``False`` for a
+    duplicate of an event already held (pending, in progress, finished or dead-lettered, for as
+    long as the backend keeps finished keys: at least ``DEFAULT_DEDUP_RETENTION`` seconds after the
+    ack unless configured otherwise).  Concurrent ``put`` calls with the same key return ``True``
+    for exactly one of them.  When ``put`` returns, the entry is durable to the backend's standard
+    (committed with fsync for SQLite, the server's persistence for Redis, process memory for
+    :class:`MemoryInbox`), so the HTTP 2xx that follows can be relied on: a crash after the answer
+    loses nothing.  ``put`` never half-succeeds: on any exception the key is not claimed and the
+    sender's retry will be accepted.  A store that cannot be reached raises
+    :class:`InboxUnavailableError` (the receiver treats any other exception the same way).
+
+``claim_batch(consumer, limit)``
+    Hands out at most ``limit`` entries that are due: not acked, not dead-lettered, whose
+    ``retry_later`` delay has passed, and that no consumer holds, where a claim older than the
+    inbox's ``claim_timeout`` (seconds since the claim or its last :meth:`Inbox.extend`) counts as
+    abandoned.  Entries left unfinished by a crashed process are therefore handed out again after a
+    restart: delivery to workers is *at least once*.  Each hand-out increments ``attempts``; the
+    entry returned carries the incremented count (1 on the first claim).  Oldest entries first where
+    the backend can tell.  An empty list means nothing is due now.
+
+``extend(consumer, entry_ids)``
+    Renews the claims ``consumer`` holds, so a slow handler is not handed out a second time.  Ids
+    not held by ``consumer`` are ignored.  Workers call it well within ``claim_timeout``.
+
+``ack(entry_id)``
+    The entry is finished.  It is never handed out again; its dedup key stays claimed.  Idempotent.
+
+``retry_later(entry_id, error, delay)``
+    Releases the claim, records ``error`` as ``last_error`` and makes the entry due again ``delay``
+    seconds from now (``0`` means at once).  ``attempts`` is kept.  Unknown ids are ignored.
+
+``dead_letter(entry_id, error)``
+    Parks the entry: never handed out again until :meth:`Inbox.replay`; listed by
+    :meth:`Inbox.dead_letters`; its dedup key stays claimed.  Unknown ids are ignored.
+
+``dead_letters(limit)``
+    The parked entries, oldest first, at most ``limit``.
+
+``replay(entry_id)``
+    Moves a dead-lettered entry back to pending with ``attempts`` reset to 0 (``last_error`` kept).
+    Raises :class:`UnknownEntryError` if ``entry_id`` is not a dead letter.
+
+``pending_count()``
+    Entries neither acked nor dead-lettered (due, delayed or in progress).  Used for backpressure;
+    it may be slightly stale.
+
+``check()``
+    Cheap round trip to the backing store; raises :class:`InboxUnavailableError` if it is down.
+
+``close()``
+    Releases connections and threads.  Idempotent.  Pending entries stay in durable backends.
+
+Entry ids are opaque strings chosen by the backend.  Events are stored with :func:`encode_event`
+and read back with :func:`decode_event` so that every backend uses one format.
+
+Result sink
+===========
+
+A :class:`ResultSink` (the waiter registry of :mod:`webhooks`) is told about each verified event in
+the worker, after verification and fetch-back and before user handlers, so that coroutines awaiting
+that process wake up.  A :class:`RegistrySink` also learns whether a receiver is feeding it
+(``set_healthy(True)`` at start, ``set_healthy(False)`` at stop) so waiters can fall back to
+polling.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Final, Protocol, runtime_checkable
+
+import attrs
+
+from asyncsdk._convert import make_converter
+from asyncsdk._models import ProcessCompleted
+
+__all__ = [
+    "DEFAULT_CLAIM_TIMEOUT",
+    "DEFAULT_DEDUP_RETENTION",
+    "Inbox",
+    "InboxEntry",
+    "InboxError",
+    "InboxUnavailableError",
+    "RegistrySink",
+    "ResultSink",
+    "UnknownEntryError",
+    "decode_event",
+    "dedup_key_text",
+    "encode_event",
+]
+
+DEFAULT_CLAIM_TIMEOUT: Final = 60.0
+"""Seconds after which an unextended claim counts as abandoned (crashed consumer)."""
+
+DEFAULT_DEDUP_RETENTION: Final = 7 * 24 * 3600.0
+"""Seconds a finished event's dedup key is kept after its ack (the sender's retry horizon)."""
+
+
+class InboxError(Exception):
+    """Base of the inbox errors."""
+
+
+class InboxUnavailableError(InboxError):
+    """The backing store cannot be reached; the receiver answers 503 with ``Retry-After``."""
+
+
+class UnknownEntryError(InboxError, LookupError):
+    """No entry with that id in the state the operation needs (e.g. replay of a non-dead letter)."""
+
+
+@attrs.frozen(kw_only=True)
+class InboxEntry:
+    """One stored event as the inbox hands it out or lists it."""
+
+    id: str
+    """Opaque, backend-chosen id; pass it to ``ack``/``retry_later``/``dead_letter``/``replay``."""
+    event: ProcessCompleted
+    """The event as parsed from the delivery (before any fetch-back)."""
+    raw: bytes
+    """The request body exactly as received."""
+    attempts: int = 0
+    """Times the entry has been handed out by ``claim_batch`` (this hand-out included)."""
+    last_error: str | None = None
+    """The error recorded by the last ``retry_later``/``dead_letter``, if any."""
+    received_at: float = 0.0
+    """Unix time of the ``put``."""
+
+
+@runtime_checkable
+class Inbox(Protocol):
+    """The durable inbox; the module docstring states the contract every backend keeps."""
+
+    @property
+    def claim_timeout(self) -> float:
+        """Seconds after which a claim that was not extended counts as abandoned."""
+        ...
+
+    async def put(self, event: ProcessCompleted, raw: bytes) -> bool:
+        """Atomically claim ``event.dedup_key`` and persist; False for a duplicate."""
+        ...
+
+    async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
+        """Hand out up to ``limit`` due entries to ``consumer`` (abandoned claims included)."""
+        ...
+
+    async def extend(self, consumer: str, entry_ids: Sequence[str]) -> None:
+        """Renew the claims ``consumer`` holds on ``entry_ids``."""
+        ...
+
+    async def ack(self, entry_id: str) -> None:
+        """Mark the entry finished for good."""
+        ...
+
+    async def retry_later(self, entry_id: str, error: str, delay: float) -> None:
+        """Release the claim; due again in ``delay`` seconds; record ``error``."""
+        ...
+
+    async def dead_letter(self, entry_id: str, error: str) -> None:
+        """Park the entry until replayed; record ``error``."""
+        ...
+
+    async def dead_letters(self, limit: int = 1000) -> list[InboxEntry]:
+        """The parked entries, oldest first."""
+        ...
+
+    async def replay(self, entry_id: str) -> None:
+        """Move a dead letter back to pending with attempts reset; UnknownEntryError if none."""
+        ...
+
+    async def pending_count(self) -> int:
+        """Entries neither acked nor dead-lettered."""
+        ...
+
+    async def check(self) -> None:
+        """Raise InboxUnavailableError if the backing store is down."""
+        ...
+
+    async def close(self) -> None:
+        """Release resources; idempotent."""
+        ...
+
+
+@runtime_checkable
+class ResultSink(Protocol):
+    """Told about each verified event before user handlers run."""
+
+    async def resolve(self, event: ProcessCompleted) -> None: ...
+
+
+@runtime_checkable
+class RegistrySink(ResultSink, Protocol):
+    """A result sink that also tracks whether a receiver feeds it."""
+
+    def set_healthy(self, healthy: bool) -> None: ...
+
+
+_CONVERTER = make_converter()
+
+
+def dedup_key_text(event: ProcessCompleted) -> str:
+    """The dedup key as one unambiguous string (a JSON array), for use as a storage key."""
+    return json.dumps(list(event.dedup_key), separators=(",", ":"), ensure_ascii=False)
+
+
+def encode_event(event: ProcessCompleted) -> bytes:
+    """The storage form of an event (compact JSON, the model's own field names)."""
+    data: dict[str, Any] = _CONVERTER.unstructure(event)
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def decode_event(data: bytes | str) -> ProcessCompleted:
+    """Inverse of :func:`encode_event`."""
+    return _CONVERTER.structure(json.loads(data), ProcessCompleted)

@@ -1,0 +1,317 @@
+"""The worker pool: takes stored events from the inbox and runs them through handlers.
+
+One feeder task claims batches from the inbox as worker slots free up (woken at once by each new
+event, and every ``poll_interval`` for delayed retries and claims abandoned by crashed processes);
+each claimed entry runs in its own task, at most ``workers`` at a time.  A heartbeat task renews the
+claims of running entries so that a slow handler is not handed to a second worker.
+
+For each entry: fetch-back (optional), the result sink, then every matching handler, each under
+its own timeout.  All succeed: ack.  One fails: retry later with exponential backoff, running only
+the handlers that have not succeeded yet (within this process); after ``max_attempts`` hand-outs:
+dead letter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import random
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Collection
+from typing import Final
+
+import attrs
+
+from asyncsdk._models import ProcessCompleted
+from webhooks._fetchback import NotFinished, ProcessClient, confirm
+from webhooks._metrics import Metrics
+from webhooks._store import Inbox, InboxEntry, ResultSink
+
+__all__ = ["Handler", "HandlerSpec", "RetryPolicy", "WorkerPool"]
+
+logger = logging.getLogger("webhooks")
+
+Handler = Callable[[ProcessCompleted], Awaitable[None]]
+
+_RELEASE_TIMEOUT: Final = 5.0
+
+
+@attrs.frozen
+class HandlerSpec:
+    """A registered handler and the events it wants (``None`` means any)."""
+
+    func: Handler
+    statuses: frozenset[str] | None = None
+    tools: frozenset[str] | None = None
+
+    @property
+    def name(self) -> str:
+        return getattr(self.func, "__qualname__", repr(self.func))
+
+    def matches(self, event: ProcessCompleted) -> bool:
+        return (self.statuses is None or event.status in self.statuses) and (
+            self.tools is None or event.tool in self.tools
+        )
+
+
+@attrs.frozen(kw_only=True)
+class RetryPolicy:
+    """Exponential backoff with jitter: ``base * 2**(attempt-1)``, capped at ``cap`` seconds."""
+
+    max_attempts: int = 5
+    base: float = 1.0
+    cap: float = 300.0
+    not_finished_delay: float = 15.0
+    """Wait before asking the API again about a process it still calls unfinished."""
+    not_finished_max_age: float = 24 * 3600.0
+    """Dead-letter an event whose process is still unfinished this long after it was received."""
+
+    def delay(self, attempts: int) -> float:
+        raw = min(self.cap, self.base * 2 ** max(0, attempts - 1))
+        return float(raw * random.uniform(0.8, 1.0))  # noqa: S311 - jitter, not security
+
+
+def _matching(
+    handlers: Collection[HandlerSpec], event: ProcessCompleted
+) -> list[tuple[int, HandlerSpec]]:
+    return [(index, spec) for index, spec in enumerate(handlers) if spec.matches(event)]
+
+
+@attrs.define(kw_only=True, eq=False)
+class WorkerPool:
+    """Runs stored events through fetch-back, the result sink and the handlers."""
+
+    inbox: Inbox
+    handlers: list[HandlerSpec]
+    metrics: Metrics
+    workers: int = 8
+    handler_timeout: float = 60.0
+    retry: RetryPolicy = RetryPolicy()
+    sink: ResultSink | None = None
+    client: ProcessClient | None = None
+    fetch_timeout: float = 30.0
+    poll_interval: float = 1.0
+    consumer: str = attrs.field(factory=lambda: f"webhooks-{uuid.uuid4().hex[:12]}")
+
+    backlog: int = attrs.field(default=0, init=False)
+    """Entries stored but not finished, as this process knows it (refreshed from the inbox)."""
+    _in_flight: dict[str, asyncio.Task[None]] = attrs.field(factory=dict, init=False)
+    _wake: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
+    _feeder: asyncio.Task[None] | None = attrs.field(default=None, init=False)
+    _heartbeat: asyncio.Task[None] | None = attrs.field(default=None, init=False)
+    _stopping: bool = attrs.field(default=False, init=False)
+    _done_handlers: dict[str, set[int]] = attrs.field(factory=dict, init=False)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        with contextlib.suppress(Exception):
+            self.backlog = await self.inbox.pending_count()
+        self._stopping = False
+        self._feeder = asyncio.create_task(self._feed(), name="webhooks-feeder")
+        self._heartbeat = asyncio.create_task(self._beat(), name="webhooks-heartbeat")
+
+    def stored(self) -> None:
+        """A new entry was stored: count it and claim now rather than at the next poll."""
+        self.backlog += 1
+        self._wake.set()
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._in_flight)
+
+    async def stop(self, deadline: float) -> None:
+        """Stop claiming, let running entries finish for ``deadline`` seconds, release the rest."""
+        self._stopping = True
+        for task in (self._feeder, self._heartbeat):
+            if task is not None:
+                task.cancel()
+        for task in (self._feeder, self._heartbeat):
+            if task is not None:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        running = set(self._in_flight.values())
+        if running:
+            _, late = await asyncio.wait(running, timeout=max(0.0, deadline))
+            for task in late:
+                task.cancel()
+            if late:
+                logger.warning(
+                    "%d webhook event(s) still running at shutdown; left in the inbox", len(late)
+                )
+                await asyncio.wait(late)
+
+    # -- claiming -------------------------------------------------------------------------
+
+    async def _feed(self) -> None:
+        while not self._stopping:
+            free = self.workers - len(self._in_flight)
+            if free <= 0:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            self._wake.clear()
+            try:
+                batch = await self.inbox.claim_batch(self.consumer, free)
+            except Exception as exc:
+                logger.warning("claiming from the webhook inbox failed (%s); retrying", exc)
+                batch = []
+            for entry in batch:
+                if entry.id in self._in_flight:
+                    # Our own claim lapsed (renewal failed) and came back to us: it is running.
+                    continue
+                task = asyncio.create_task(self._run(entry), name=f"webhooks-entry-{entry.id}")
+                self._in_flight[entry.id] = task
+                task.add_done_callback(functools.partial(self._finished, entry.id))
+            if len(batch) < free:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.poll_interval):
+                        await self._wake.wait()
+
+    def _finished(self, entry_id: str, task: asyncio.Task[None]) -> None:
+        if self._in_flight.get(entry_id) is task:
+            del self._in_flight[entry_id]
+        self._wake.set()
+
+    async def _beat(self) -> None:
+        interval = max(0.05, self.inbox.claim_timeout / 3)
+        last_count = time.monotonic()
+        while True:
+            await asyncio.sleep(interval)
+            if self._in_flight:
+                try:
+                    await self.inbox.extend(self.consumer, list(self._in_flight))
+                except Exception:
+                    logger.exception("renewing webhook inbox claims failed")
+            if time.monotonic() - last_count >= 10 * self.poll_interval:
+                last_count = time.monotonic()
+                with contextlib.suppress(Exception):
+                    self.backlog = await self.inbox.pending_count()
+
+    # -- one entry ------------------------------------------------------------------------
+
+    async def _run(self, entry: InboxEntry) -> None:
+        try:
+            await self._process(entry)
+        except asyncio.CancelledError:
+            # Shutdown past its deadline: hand the entry back at once rather than after the
+            # claim times out.  The handler will run again (at-least-once).
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(_RELEASE_TIMEOUT):
+                    await self.inbox.retry_later(
+                        entry.id, "the receiver stopped before the handlers finished", 0.0
+                    )
+            raise
+        except Exception:
+            # Only the inbox itself can land here (handler errors are caught below).  The claim
+            # times out and the entry is handed out again.
+            logger.exception("webhook inbox failed while finishing entry %s", entry.id)
+
+    async def _process(self, entry: InboxEntry) -> None:
+        event = entry.event
+        if self.client is not None:
+            confirmed = await self._fetch_back(entry)
+            if confirmed is None:
+                return
+            event = confirmed
+        if self.sink is not None:
+            try:
+                async with asyncio.timeout(self.handler_timeout):
+                    await self.sink.resolve(event)
+            except Exception as exc:
+                await self._fail(entry, f"result sink failed: {exc!r}")
+                return
+        done = self._done_handlers.setdefault(entry.id, set())
+        errors: list[str] = []
+        for index, spec in _matching(self.handlers, event):
+            if index in done:
+                continue
+            try:
+                async with asyncio.timeout(self.handler_timeout):
+                    await spec.func(event)
+            except TimeoutError:
+                errors.append(f"{spec.name}: timed out after {self.handler_timeout} s")
+            except Exception as exc:
+                logger.exception(
+                    "webhook handler %s failed for process %s", spec.name, event.process_id
+                )
+                errors.append(f"{spec.name}: {exc!r}")
+            else:
+                done.add(index)
+        if errors:
+            await self._fail(entry, "; ".join(errors))
+            return
+        await self.inbox.ack(entry.id)
+        self._done_handlers.pop(entry.id, None)
+        self.metrics.processed += 1
+        self._settled()
+
+    async def _fetch_back(self, entry: InboxEntry) -> ProcessCompleted | None:
+        """The API's view of the event, or ``None`` when the entry was settled here."""
+        assert self.client is not None
+        delivered = entry.event
+        try:
+            async with asyncio.timeout(self.fetch_timeout):
+                process = await self.client.processes.get(delivered.process_id)
+        except Exception as exc:
+            if getattr(exc, "status", None) == 404:
+                logger.warning(
+                    "webhook for unknown process %r dropped as forged", delivered.process_id
+                )
+                self.metrics.forged += 1
+                await self.inbox.ack(entry.id)
+                self._settled()
+                return None
+            await self._fail(entry, f"fetch-back failed: {exc!r}")
+            return None
+        verdict = confirm(delivered, process)
+        if isinstance(verdict, NotFinished):
+            age = time.time() - entry.received_at
+            error = f"the API says process {delivered.process_id} is still {verdict.status!r}"
+            if age > self.retry.not_finished_max_age:
+                await self._dead_letter(entry, error)
+            else:
+                await self.inbox.retry_later(entry.id, error, self.retry.not_finished_delay)
+                self.metrics.retried += 1
+            return None
+        if verdict.changed:
+            # The delivery claimed another status than the API's: store the API's event under its
+            # own dedup key (a no-op if it is already held) and settle the delivery.
+            logger.warning(
+                "webhook for process %r said %r, the API says %r; using the API's answer",
+                delivered.process_id,
+                delivered.status,
+                verdict.event.status,
+            )
+            self.metrics.rewritten += 1
+            if await self.inbox.put(verdict.event, entry.raw):
+                self.stored()
+            await self.inbox.ack(entry.id)
+            self._settled()
+            return None
+        return verdict.event
+
+    async def _fail(self, entry: InboxEntry, error: str) -> None:
+        self.metrics.failed += 1
+        if entry.attempts >= self.retry.max_attempts:
+            await self._dead_letter(entry, error)
+            return
+        await self.inbox.retry_later(entry.id, error, self.retry.delay(entry.attempts))
+        self.metrics.retried += 1
+
+    async def _dead_letter(self, entry: InboxEntry, error: str) -> None:
+        logger.error(
+            "webhook event for process %r dead-lettered after %d attempt(s): %s",
+            entry.event.process_id,
+            entry.attempts,
+            error,
+        )
+        await self.inbox.dead_letter(entry.id, error)
+        self.metrics.dead_lettered += 1
+        self._settled()
+
+    def _settled(self) -> None:
+        self.backlog = max(0, self.backlog - 1)
