@@ -1,0 +1,1 @@
+"""The subcommands of the ``asyncsdk`` command line (see :mod:`asyncsdk.cli`)."""

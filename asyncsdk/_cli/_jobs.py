@@ -1,0 +1,189 @@
+"""One photo through one tool, step by step: upload, create the process, wait, download.
+
+The steps are separate methods so that a caller can record its progress between them (the
+``process`` command writes each step to its state file, so that a second run resumes where the
+first stopped and never pays twice for one photo).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import aiohttp
+import attrs
+
+from asyncsdk._catalogue import Catalogue, CatalogueCache, WidgetsArg, prepare_process
+from asyncsdk._cli._common import download, result_name
+from asyncsdk._client import Client
+from asyncsdk._errors import APIDecodeError, ValidationError
+from asyncsdk._masks import mask_from_shapes
+from asyncsdk._models import Asset, AssetRole, Process
+from asyncsdk._uploads import Upload
+from asyncsdk._waiter import ResultWaiter
+
+__all__ = ["JobResult", "JobSpec", "Runner", "Steps"]
+
+Rectangle = tuple[float, float, float, float]
+
+
+@attrs.frozen(kw_only=True)
+class JobSpec:
+    """What to do: a photo, a tool, its widgets (short names welcome), and for the mask tool the
+    rectangles to remove."""
+
+    photo: Path
+    tool: str
+    widgets: WidgetsArg | None = None
+    label: str = ""
+    mask_rectangles: tuple[Rectangle, ...] = ()
+    output_stem: str = ""
+
+    @property
+    def title(self) -> str:
+        return self.label or self.photo.name
+
+    @property
+    def stem(self) -> str:
+        """The start of the result file names (the photo's name unless told otherwise)."""
+        return self.output_stem or self.photo.stem
+
+
+@attrs.define(kw_only=True)
+class JobResult:
+    """How a job ended: ``status`` is the process status (``done``/``failed``), ``error`` when the
+    job stopped before the process finished, or ``skipped`` when an earlier run did it."""
+
+    spec: JobSpec
+    status: str
+    seconds: float = 0.0
+    process_id: str = ""
+    outputs: list[Path] = attrs.Factory(list)
+    error: str = ""
+    exit_code: int = 0
+
+
+@attrs.define(kw_only=True)
+class Steps:
+    """The ids a job has collected so far."""
+
+    order_id: str = ""
+    assets: tuple[Asset, ...] = ()
+    process_id: str = ""
+
+
+@attrs.define(kw_only=True)
+class Runner:
+    """Runs the steps of jobs with one client, one catalogue cache and one download session."""
+
+    client: Client
+    session: aiohttp.ClientSession
+    out_dir: Path
+    registry: ResultWaiter | None = None
+    timeout: float = 600.0
+    project_id: str | None = None
+    cache: CatalogueCache = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.cache = CatalogueCache(self.client.tools.list, self.client.tools.widgets)
+
+    async def check(self, spec: JobSpec) -> tuple[str, list[dict[str, object]]]:
+        """Check a job's tool and widgets against the catalogue before anything is paid for;
+        returns the tool's slug and the widgets in wire form (full slugs)."""
+        tool, _, widgets = await self._prepare(spec, None)
+        return tool, widgets
+
+    async def tool_slug(self, name: str) -> str:
+        """The catalogue's slug of the active tool ``name`` (a slug, a short slug or a name)."""
+        return Catalogue(tools=await self.cache.tools()).active_tool(name).slug
+
+    async def _prepare(
+        self, spec: JobSpec, assets: Sequence[Asset] | None
+    ) -> tuple[str, dict[str, str], list[dict[str, object]]]:
+        placeholder = None
+        if assets is None:
+            # Only the tool and widgets are checked here: stand-in asset ids fill the slots.
+            placeholder = {"image": "check"}
+            if spec.mask_rectangles:
+                placeholder["mask"] = "check-mask"
+        prepared = await prepare_process(
+            self.cache,
+            tool=spec.tool,
+            asset_map=None,
+            inputs=placeholder,
+            widgets=spec.widgets,
+            order_assets=assets,
+        )
+        return prepared.tool, dict(prepared.asset_map), list(prepared.widgets_json())
+
+    async def upload(self, spec: JobSpec, steps: Steps) -> None:
+        """Upload the photo (and its mask) as a new order."""
+        order = await self.client.orders.create(
+            Upload(spec.photo, role=AssetRole.PRIMARY_ANGLE), project_id=self.project_id
+        )
+        assets = list(order.assets)
+        if spec.mask_rectangles:
+            mask = await asyncio.to_thread(
+                mask_from_shapes, str(spec.photo), rectangles=spec.mask_rectangles
+            )
+            appended = await self.client.orders.append_mask(
+                order.order_id,
+                Upload(mask, role=AssetRole.MASK, filename=f"{spec.photo.stem}-mask.png"),
+                project_id=self.project_id,
+            )
+            assets.extend(a for a in appended.assets if a.id not in {b.id for b in assets})
+        steps.order_id = order.order_id
+        steps.assets = tuple(assets)
+
+    async def create(self, spec: JobSpec, steps: Steps) -> None:
+        """Create the process on the uploaded order (the step that costs money)."""
+        if not steps.order_id:
+            raise ValidationError("upload the photo before creating its process")
+        assets = steps.assets
+        if not assets:
+            assets = (await self.client.orders.get(steps.order_id)).entry_assets
+        tool, asset_map, widgets = await self._prepare(spec, assets)
+        created = await self.client.processes.create(steps.order_id, tool, asset_map, widgets)
+        if not created.process_ids:
+            raise APIDecodeError(
+                f"creating a {tool} process on order {steps.order_id} returned no id"
+            )
+        steps.process_id = created.process_ids[0]
+
+    async def wait(self, steps: Steps) -> Process:
+        """Wait for the process: by webhook when a registry is fed, else by polling."""
+        return await self.client.processes.wait(
+            steps.process_id, timeout=self.timeout, registry=self.registry
+        )
+
+    async def fetch(self, spec: JobSpec, process: Process) -> list[Path]:
+        """Download every result image of a finished process into ``out_dir``."""
+        assets = [asset for asset in process.final_assets if asset.src]
+        return [
+            await download(
+                self.session,
+                asset.src,
+                self.out_dir,
+                result_name(spec.stem, process.tool or spec.tool, index, len(assets)),
+            )
+            for index, asset in enumerate(assets)
+        ]
+
+    async def run(self, spec: JobSpec) -> JobResult:
+        """All the steps, one after the other; the result says how it went."""
+        started = time.monotonic()
+        steps = Steps()
+        await self.upload(spec, steps)
+        await self.create(spec, steps)
+        process = await self.wait(steps)
+        outputs = await self.fetch(spec, process) if process.succeeded else []
+        return JobResult(
+            spec=spec,
+            status=process.status,
+            seconds=time.monotonic() - started,
+            process_id=steps.process_id,
+            outputs=outputs,
+            exit_code=0 if process.succeeded else 1,
+        )

@@ -1,0 +1,233 @@
+"""The ``process`` command's memory: one JSON line per step of each photo, in the output folder.
+
+A photo's job is known by its path, size and modification time, the tool and the widgets (change
+any of them and it is a new job).  Every step is appended as it happens:
+
+* ``uploaded``: the order exists (``order_id``); no process yet;
+* ``created``: the process exists (``process_id``); this is the step that costs money;
+* ``done`` / ``failed``: the process finished; for ``done`` the result files are in ``outputs``.
+
+The last line of a job wins.  A second run skips ``done`` jobs whose files exist, waits again on
+``created`` ones, and for ``uploaded`` ones first looks in the order for a process the first run
+may have created before it stopped, so that no photo is ever paid for twice.
+
+The sandbox forgets everything when it stops, so steps recorded against an embedded sandbox
+(``service`` starting with ``sandbox:``) are not resumed on another one: those jobs start again.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+
+__all__ = [
+    "STATE_FILE",
+    "Action",
+    "PhotoKey",
+    "Record",
+    "StateFile",
+    "decide",
+]
+
+STATE_FILE: Final = ".asyncsdk-process.jsonl"
+EPHEMERAL_PREFIX: Final = "sandbox:"
+
+UPLOADED: Final = "uploaded"
+CREATED: Final = "created"
+DONE: Final = "done"
+FAILED: Final = "failed"
+STAGES: Final = frozenset({UPLOADED, CREATED, DONE, FAILED})
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _canonical_widgets(widgets: Sequence[Mapping[str, Any]]) -> str:
+    """The widgets in one spelling: widgets in slug order, each one's items sorted."""
+    entries = [
+        {
+            name: sorted(value) if isinstance(value, list | tuple) else value
+            for name, value in w.items()
+        }
+        for w in widgets
+    ]
+    return _canonical(sorted(entries, key=_canonical))
+
+
+@attrs.frozen(kw_only=True)
+class PhotoKey:
+    """What identifies one job: the photo file as it is now, the tool and the widgets.
+
+    ``widgets`` is the canonical JSON of the wire form (full slugs), so that two spellings of the
+    same settings on the command line are one job.
+    """
+
+    photo: str
+    size: int
+    mtime_ns: int
+    tool: str
+    widgets: str
+
+    @classmethod
+    def of(cls, photo: Path, tool: str, widgets: Sequence[Mapping[str, Any]]) -> PhotoKey:
+        """The key of ``photo`` as it is now, with the tool's slug and the wire widgets."""
+        stat = photo.stat()
+        return cls(
+            photo=str(photo.resolve()),
+            size=stat.st_size,
+            mtime_ns=stat.st_mtime_ns,
+            tool=tool,
+            widgets=_canonical_widgets(widgets),
+        )
+
+    @property
+    def digest(self) -> str:
+        text = _canonical([self.photo, self.size, self.mtime_ns, self.tool, self.widgets])
+        return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _str_tuple(value: Any) -> tuple[str, ...]:
+    return tuple(str(item) for item in value)
+
+
+@attrs.frozen(kw_only=True)
+class Record:
+    """One line of the state file."""
+
+    key: str
+    photo: str
+    size: int
+    mtime_ns: int
+    tool: str
+    widgets: str
+    service: str
+    stage: str
+    order_id: str = ""
+    process_id: str = ""
+    outputs: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
+    error: str = ""
+    at: str = ""
+
+    @classmethod
+    def start(cls, key: PhotoKey, service: str) -> Record:
+        return cls(
+            key=key.digest,
+            photo=key.photo,
+            size=key.size,
+            mtime_ns=key.mtime_ns,
+            tool=key.tool,
+            widgets=key.widgets,
+            service=service,
+            stage=UPLOADED,
+        )
+
+    def step(self, stage: str, **changes: Any) -> Record:
+        """This record moved on to ``stage``, stamped with the current time."""
+        now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+        return attrs.evolve(self, stage=stage, at=now, **changes)
+
+    def to_json(self) -> str:
+        data = attrs.asdict(self)
+        data["outputs"] = list(self.outputs)
+        return _canonical(data)
+
+    @classmethod
+    def from_json(cls, line: str) -> Record:
+        data = json.loads(line)
+        if not isinstance(data, dict):
+            raise ValueError("a state line is a JSON object")
+        names = {field.name for field in attrs.fields(cls)}
+        record = cls(**{name: value for name, value in data.items() if name in names})
+        if record.stage not in STAGES:
+            raise ValueError(f"unknown stage {record.stage!r}")
+        return record
+
+
+@attrs.define
+class StateFile:
+    """The append-only JSON-lines file; ``load`` gives the last record of each job."""
+
+    path: Path
+    skipped_lines: int = 0
+
+    def load(self) -> dict[str, Record]:
+        records: dict[str, Record] = {}
+        self.skipped_lines = 0
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return records
+        for line in text.splitlines():
+            if not line.strip():
+                continue
+            try:
+                record = Record.from_json(line)
+            except (ValueError, TypeError):
+                # A line cut short by a crash, or edited by hand: that step is redone.
+                self.skipped_lines += 1
+                continue
+            records[record.key] = record
+        return records
+
+    def append(self, record: Record) -> None:
+        """Write one line and push it to disk before the next step starts."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as file:
+            file.write(record.to_json() + "\n")
+            file.flush()
+            os.fsync(file.fileno())
+
+
+@attrs.frozen
+class Action:
+    """What to do with one job.
+
+    ``kind``: ``new`` (upload and create), ``adopt`` (the order exists: reuse a process it has,
+    else create one), ``resume`` (wait on the existing process, then download), ``skip`` (done
+    before), ``skip-failed`` (failed before; ``--retry-failed`` creates a new process), or
+    ``refuse`` (the process lives on another service: ``reason`` says what to do).
+    """
+
+    kind: str
+    reason: str = ""
+
+
+def decide(
+    record: Record | None, *, service: str, out_dir: Path, retry_failed: bool = False
+) -> Action:
+    """The next action for a job given its last record (pure apart from checking output files)."""
+    if record is None:
+        return Action("new")
+    same = record.service == service
+    gone = not same and record.service.startswith(EPHEMERAL_PREFIX)
+    if record.stage == DONE:
+        if record.outputs and all((out_dir / name).is_file() for name in record.outputs):
+            return Action("skip")
+        if same:
+            return Action("resume", "result files missing: downloading them again")
+        if gone:
+            return Action("new", "the sandbox that made it has stopped")
+        return Action(
+            "refuse",
+            f"its result files are missing and its process {record.process_id} is on "
+            f"{record.service}; run against that service to download them again",
+        )
+    if record.stage == FAILED:
+        return Action("new") if retry_failed else Action("skip-failed", record.error)
+    if same:
+        return Action("resume") if record.stage == CREATED else Action("adopt")
+    if gone or record.stage == UPLOADED:
+        return Action("new")
+    return Action(
+        "refuse",
+        f"its process {record.process_id} was created on {record.service}; run against that "
+        "service to collect it (a new process would be paid for twice)",
+    )

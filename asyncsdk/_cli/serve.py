@@ -1,0 +1,203 @@
+"""``asyncsdk sandbox`` and ``asyncsdk receiver``: long-running local servers.
+
+Both run until Ctrl-C or SIGTERM, then stop cleanly (in-flight work drained) and exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime
+import json
+import os
+import secrets
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO, cast
+
+from aiohttp import web
+
+from asyncsdk._cli._common import UsageError
+from asyncsdk._cli._local import serve_app
+from asyncsdk._convert import make_converter
+from asyncsdk._models import ProcessCompleted
+from asyncsdk.sandbox import Sandbox
+from asyncsdk.sandbox.__main__ import build_parser as sandbox_options
+from asyncsdk.sandbox.__main__ import config_from_args
+from webhooks import (
+    Inbox,
+    MemoryInbox,
+    NoVerification,
+    SQLiteInbox,
+    TokenVerifier,
+    Verifier,
+    WebhookReceiver,
+)
+
+if TYPE_CHECKING:
+    from webhooks._redis import RedisRegistry
+
+__all__ = ["add_parsers", "until_stopped"]
+
+TOKEN_ENV = "ASYNCSDK_WEBHOOK_TOKEN"  # noqa: S105 - the name of a variable, not a secret
+
+RECEIVER_DESCRIPTION = f"""\
+Receive the service's process.completed webhooks and write each event as one JSON line (to --out,
+or stdout).  Deliveries are checked against a secret token in the URL path: register the printed
+URL (behind your https terminator) in the dashboard.  The token comes from --token or
+{TOKEN_ENV}; without one a fresh token is made and printed.
+
+Events are kept in an inbox until written: in memory by default, in SQLite with --sqlite PATH, or
+in Redis with --redis URL (which also publishes each result to the Redis registry, so that SDK
+clients elsewhere can await it).
+"""
+
+
+def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    sandbox = subparsers.add_parser(
+        "sandbox",
+        help="run the service emulator on a local port",
+        description="Serve the sandbox, a local emulator of the whole service (V3, V1, catalogue, "
+        "webhooks), until Ctrl-C.  Point a client at the printed address and key.",
+    )
+    sandbox_options(sandbox)
+    sandbox.set_defaults(handler=run_sandbox)
+
+    receiver = subparsers.add_parser(
+        "receiver", help="run a standalone webhook receiver", description=RECEIVER_DESCRIPTION
+    )
+    receiver.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    receiver.add_argument("--port", type=int, default=8081, help="port to bind (default 8081)")
+    receiver.add_argument("--prefix", default="/hooks/", help="URL path of the receiver")
+    receiver.add_argument("--out", type=Path, help="append events to this JSON-lines file")
+    store = receiver.add_mutually_exclusive_group()
+    store.add_argument("--redis", metavar="URL", help="Redis inbox and registry, e.g. redis://...")
+    store.add_argument("--sqlite", type=Path, metavar="PATH", help="SQLite inbox file")
+    receiver.add_argument(
+        "--redis-prefix", default="asyncsdk:", help="key prefix in Redis (default asyncsdk:)"
+    )
+    verify = receiver.add_mutually_exclusive_group()
+    verify.add_argument("--token", help=f"the secret path token (default: ${TOKEN_ENV})")
+    verify.add_argument(
+        "--no-verify",
+        action="store_true",
+        help="accept deliveries without a token (only behind something that checks them)",
+    )
+    receiver.set_defaults(handler=run_receiver)
+
+
+@contextlib.contextmanager
+def _signals(stop: Callable[[], None]) -> Iterator[None]:
+    loop = asyncio.get_running_loop()
+    installed = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, stop)
+            installed.append(sig)
+    try:
+        yield
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+
+
+async def until_stopped() -> None:
+    """Return on SIGINT (Ctrl-C) or SIGTERM."""
+    stopped = asyncio.Event()
+    with _signals(stopped.set):
+        await stopped.wait()
+
+
+async def run_sandbox(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    async with Sandbox(config, host=args.host, port=args.port) as sandbox:
+        url, key = sandbox.base_url, sandbox.api_key
+        print(f"sandbox serving on {url}")
+        print(f"  API key: {key}")
+        print(f"  export ASYNCSDK_BASE_URL={url} ASYNCSDK_API_KEY={key}")
+        print("Ctrl-C to stop", flush=True)
+        await until_stopped()
+    print("sandbox stopped", flush=True)
+    return 0
+
+
+def _redis_backends(url: str, prefix: str) -> tuple[Inbox, RedisRegistry]:
+    """The Redis inbox, and the Redis registry that publishes each result to waiting clients."""
+    from webhooks._redis import RedisInbox, RedisRegistry
+
+    return RedisInbox(url, prefix=prefix), RedisRegistry(url, prefix=prefix)
+
+
+def _verifier(args: argparse.Namespace) -> tuple[Verifier, str]:
+    """The verifier, and the path segment to show: a fresh token in full, a given one hidden."""
+    if args.no_verify:
+        return NoVerification(), ""
+    token = args.token or os.environ.get(TOKEN_ENV, "").strip()
+    shown = "<your token>"
+    if not token:
+        token = shown = secrets.token_urlsafe(32)
+    # TokenVerifier's own __init__ takes the token (the attrs plugin of mypy sees another one).
+    make = cast(Callable[[str], Verifier], TokenVerifier)
+    return make(token), shown
+
+
+@contextlib.contextmanager
+def _sink(path: Path | None) -> Iterator[TextIO]:
+    if path is None:
+        yield sys.stdout
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as file:
+        yield file
+
+
+@contextlib.asynccontextmanager
+async def _closing(registry: RedisRegistry | None) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:
+        if registry is not None:
+            await registry.close()
+
+
+async def run_receiver(args: argparse.Namespace) -> int:
+    if not args.prefix.startswith("/"):
+        raise UsageError(f"--prefix must start with '/', e.g. /hooks/, not {args.prefix!r}")
+    prefix = args.prefix if args.prefix.endswith("/") else args.prefix + "/"
+    verifier, shown_token = _verifier(args)
+    registry: RedisRegistry | None = None
+    inbox: Inbox
+    if args.redis:
+        inbox, registry = _redis_backends(args.redis, args.redis_prefix)
+    elif args.sqlite:
+        inbox = SQLiteInbox(args.sqlite)
+    else:
+        inbox = MemoryInbox()
+    receiver = WebhookReceiver(inbox=inbox, verifier=verifier, registry=registry)
+    converter = make_converter()
+
+    with _sink(args.out) as out:
+
+        @receiver.on_completed()
+        async def write(event: ProcessCompleted) -> None:
+            line = converter.unstructure(event)
+            line["received_at"] = datetime.datetime.now(datetime.UTC).isoformat()
+            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+            out.flush()
+
+        app = web.Application()
+        receiver.setup(app, prefix=prefix)
+        async with _closing(registry), serve_app(app, args.host, args.port) as port:
+            path = prefix + shown_token
+            shown_host = f"[{args.host}]" if ":" in args.host else args.host
+            where = str(args.out) if args.out else "stdout"
+            print(f"receiver listening on http://{shown_host}:{port}{prefix}", file=sys.stderr)
+            print(f"  register: https://<your host>{path}", file=sys.stderr)
+            print(f"  local:    http://{shown_host}:{port}{path}", file=sys.stderr)
+            print(f"  events -> {where}; Ctrl-C to stop", file=sys.stderr, flush=True)
+            await until_stopped()
+    print("receiver stopped", file=sys.stderr, flush=True)
+    return 0

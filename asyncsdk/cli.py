@@ -1,0 +1,85 @@
+"""The ``asyncsdk`` command (also ``python -m asyncsdk``).
+
+Subcommands: ``demo``, ``process``, ``tools``, ``widgets``, ``sandbox``, ``receiver``.  Every error
+ends as one line on stderr (``error: ...``) and an exit code scripts can rely on (see ``EPILOG``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
+
+from asyncsdk._cli import catalogue, demo, process, serve
+from asyncsdk._cli._common import EXIT_INTERRUPTED, exit_code_for
+
+__all__ = ["build_parser", "main"]
+
+EPILOG = """\
+exit codes:
+  0    everything asked for is done
+  1    some processes failed or did not finish (the others are done; run again to resume)
+  2    usage or configuration error (bad option, missing file, no API key, unknown widget)
+  3    API, network or file error (the service refused or could not be reached)
+  130  interrupted (Ctrl-C)
+
+environment:
+  ASYNCSDK_API_KEY    the API key (x-api-key header)
+  ASYNCSDK_BASE_URL   the service address, e.g. https://api.example.com
+  ASYNCSDK_APP_URL    the tool catalogue host, when it differs from the base URL
+
+Try it offline first: asyncsdk demo
+"""
+
+Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="asyncsdk",
+        description="Process real-estate photos with the image-processing service, or try it "
+        "offline against the built-in sandbox.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    from asyncsdk import __version__
+
+    parser.add_argument("--version", action="version", version=f"asyncsdk {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    demo.add_parser(subparsers)
+    process.add_parser(subparsers)
+    catalogue.add_parsers(subparsers)
+    serve.add_parsers(subparsers)
+    for sub in subparsers.choices.values():
+        sub.epilog = sub.epilog or EPILOG
+        sub.formatter_class = argparse.RawDescriptionHelpFormatter
+    return parser
+
+
+def _error(message: str) -> None:
+    text = " ".join(message.split()) or "unknown error"
+    sys.stderr.write(f"error: {text}\n")
+    sys.stderr.flush()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error already printed
+        return exc.code if isinstance(exc.code, int) else 2
+    handler: Handler = args.handler
+    try:
+        return asyncio.run(handler(args))
+    except KeyboardInterrupt:
+        _error(getattr(args, "interrupt_hint", "interrupted"))
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        code = exit_code_for(exc)
+        if code is None:
+            raise
+        _error(str(exc) or type(exc).__name__)
+        return code

@@ -1,0 +1,143 @@
+"""``asyncsdk sandbox`` and ``asyncsdk receiver`` as real processes: serve, stop on a signal."""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+import pytest
+
+from .conftest import subprocess_env
+
+EVENT = {
+    "event": "process.completed",
+    "process_id": "p-cli-1",
+    "order_id": "o-cli-1",
+    "tool": "tool-day-to-dusk",
+    "status": "done",
+    "final_assets": [
+        {
+            "asset_id": "a1",
+            "asset_type": "image",
+            "temp_src": "https://files.example.com/a1.jpg",
+            "temp_thumbnail_src": "https://files.example.com/a1-thumb.jpg",
+        }
+    ],
+}
+
+
+def _start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(  # noqa: S603 - our own interpreter and module
+        [sys.executable, "-m", "asyncsdk", *args],
+        cwd=cwd,
+        env=subprocess_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for(stream: IO[str] | None, pattern: str) -> re.Match[str]:
+    assert stream is not None
+    seen = []
+    for line in stream:
+        seen.append(line)
+        found = re.search(pattern, line)
+        if found:
+            return found
+    raise AssertionError(f"{pattern!r} never printed; got {''.join(seen)!r}")
+
+
+@pytest.fixture
+def stopper() -> Iterator[list[subprocess.Popen[str]]]:
+    started: list[subprocess.Popen[str]] = []
+    yield started
+    for child in started:
+        if child.poll() is None:
+            child.kill()
+        child.communicate()
+
+
+def _post(url: str, body: bytes) -> tuple[int, bytes]:
+    request = urllib.request.Request(  # noqa: S310 - a local http URL built by the test
+        url, data=body, headers={"Content-Type": "application/json"}, method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def test_sandbox_serves_until_sigterm(tmp_path: Path, stopper: list[subprocess.Popen[str]]) -> None:
+    child = _start(["sandbox", "--port", "0"], tmp_path)
+    stopper.append(child)
+    url = _wait_for(child.stdout, r"serving on (http://127\.0\.0\.1:\d+)").group(1)
+    key = _wait_for(child.stdout, r"API key: (\S+)").group(1)
+    request = urllib.request.Request(f"{url}/api/tools")  # noqa: S310
+    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+        assert response.status == 200
+        assert "tool-virtual-staging" in response.read().decode()
+    assert key == "sk_sandbox_enterprise"
+    child.send_signal(signal.SIGTERM)
+    out, err = child.communicate(timeout=30)
+    assert child.returncode == 0
+    assert "sandbox stopped" in out
+    assert "Traceback" not in err
+
+
+def test_receiver_writes_events_as_json_lines(
+    tmp_path: Path, stopper: list[subprocess.Popen[str]]
+) -> None:
+    token = secrets.token_urlsafe(24)
+    events = tmp_path / "events.jsonl"
+    child = _start(["receiver", "--port", "0", "--token", token, "--out", str(events)], tmp_path)
+    stopper.append(child)
+    base = _wait_for(child.stderr, r"listening on (http://127\.0\.0\.1:\d+/hooks/)").group(1)
+    assert _post(base + "wrong-token-wrong-token", json.dumps(EVENT).encode())[0] == 401
+    status, body = _post(base + token, json.dumps(EVENT).encode())
+    assert (status, json.loads(body)) == (200, {"status": "accepted"})
+    status, body = _post(base + token, json.dumps(EVENT).encode())
+    assert json.loads(body) == {"status": "duplicate"}
+    child.send_signal(signal.SIGINT)  # drains the worker, then stops
+    _, err = child.communicate(timeout=30)
+    assert child.returncode == 0, err
+    lines = [json.loads(line) for line in events.read_text().splitlines()]
+    assert len(lines) == 1
+    assert lines[0]["process_id"] == "p-cli-1"
+    assert lines[0]["final_assets"][0]["src"] == "https://files.example.com/a1.jpg"
+    assert token not in err  # a token given by the user is not printed
+
+
+@pytest.mark.redis
+async def test_receiver_with_redis_publishes_to_the_registry(
+    tmp_path: Path, redis_url: str, redis_prefix: str, stopper: list[subprocess.Popen[str]]
+) -> None:
+    import asyncio
+
+    from webhooks._redis import RedisRegistry
+
+    args = ["receiver", "--port", "0", "--no-verify", "--redis", redis_url]
+    child = _start([*args, "--redis-prefix", redis_prefix], tmp_path)
+    stopper.append(child)
+    base = await asyncio.to_thread(_wait_for, child.stderr, r"listening on (http://\S+/hooks/)")
+    async with RedisRegistry(redis_url, prefix=redis_prefix) as registry:
+        waiting = asyncio.ensure_future(registry.wait("p-cli-1", timeout=20))
+        status, _ = await asyncio.to_thread(_post, base.group(1), json.dumps(EVENT).encode())
+        assert status == 200
+        event = await waiting
+    assert event.status == "done"
+    assert event.final_assets[0].src == "https://files.example.com/a1.jpg"
+    child.send_signal(signal.SIGINT)
+    out, _ = await asyncio.to_thread(child.communicate, timeout=30)
+    assert child.returncode == 0
+    assert json.loads(out.splitlines()[0])["process_id"] == "p-cli-1"
