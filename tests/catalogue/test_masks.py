@@ -182,7 +182,7 @@ def test_missing_pillow_names_the_extra() -> None:
         "except ConfigurationError as exc:\n"
         "    print(exc)\n"
     )
-    done = subprocess.run(  # noqa: S603 - our own interpreter and a fixed script
+    done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert "pip install 'asyncsdk[images]'" in done.stdout

@@ -51,7 +51,7 @@ def run_module(
     args: Sequence[str | Path], *, cwd: Path, timeout: float = 60, **env: str
 ) -> subprocess.CompletedProcess[str]:
     """``python -m asyncsdk ARGS`` in a child process."""
-    return subprocess.run(  # noqa: S603 - our own interpreter and module, fixed arguments
+    return subprocess.run(
         [sys.executable, "-m", "asyncsdk", *[str(a) for a in args]],
         cwd=cwd,
         env=subprocess_env(**env),

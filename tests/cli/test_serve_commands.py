@@ -36,7 +36,7 @@ EVENT = {
 
 
 def _start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(  # noqa: S603 - our own interpreter and module
+    return subprocess.Popen(
         [sys.executable, "-m", "asyncsdk", *args],
         cwd=cwd,
         env=subprocess_env(),
