@@ -5,9 +5,28 @@
     import asyncsdk
 
     async with asyncsdk.Client() as client:   # ASYNCSDK_API_KEY / ASYNCSDK_BASE_URL
-        process = await client.run(asyncsdk.ToolSlug.IMAGE_ENHANCEMENT, "room.jpg", widgets=[...])
+        process = await client.run(
+            asyncsdk.ToolSlug.VIRTUAL_STAGING,
+            "room.jpg",
+            widgets={"space": "bedroom", "style": "modern"},
+        )
 """
 
+from asyncsdk._catalogue import (
+    Catalogue,
+    CatalogueCache,
+    CatalogueError,
+    InactiveError,
+    InputError,
+    MissingWidgetError,
+    PreparedProcess,
+    SelectionError,
+    UnknownItemError,
+    UnknownToolError,
+    UnknownWidgetError,
+    WidgetsArg,
+    WidgetSelection,
+)
 from asyncsdk._client import Client, ClientSettings
 from asyncsdk._errors import (
     APIConnectionError,
@@ -30,6 +49,14 @@ from asyncsdk._errors import (
     WaitTimeoutError,
 )
 from asyncsdk._limits import GenerationLimit
+from asyncsdk._masks import (
+    REMOVE_BLUE,
+    MaskError,
+    MaskReport,
+    check_mask,
+    convert_white_mask,
+    mask_from_shapes,
+)
 from asyncsdk._models import (
     Asset,
     AssetRole,
@@ -55,12 +82,22 @@ from asyncsdk._models import (
 )
 from asyncsdk._sansio import RetryPolicy, Timeout
 from asyncsdk._uploads import MAX_UPLOAD_BYTES, Upload, UploadSource
+from asyncsdk._v1map import (
+    V1_ENDPOINTS,
+    V1MappingError,
+    V1Translation,
+    translate_v1_submit,
+    v1_service_to_tool,
+    v1_space_to_item,
+)
 from asyncsdk._waiter import ResultWaiter
 
 __version__ = "0.1.0"
 
 __all__ = [
     "MAX_UPLOAD_BYTES",
+    "REMOVE_BLUE",
+    "V1_ENDPOINTS",
     "APIConnectionError",
     "APIDecodeError",
     "APIError",
@@ -71,6 +108,9 @@ __all__ = [
     "AsyncSDKError",
     "AuthenticationError",
     "BadRequestError",
+    "Catalogue",
+    "CatalogueCache",
+    "CatalogueError",
     "Client",
     "ClientSettings",
     "ConfigurationError",
@@ -78,6 +118,11 @@ __all__ = [
     "CreatedProcesses",
     "Feedback",
     "GenerationLimit",
+    "InactiveError",
+    "InputError",
+    "MaskError",
+    "MaskReport",
+    "MissingWidgetError",
     "NotFoundError",
     "Order",
     "OrderProcess",
@@ -85,6 +130,7 @@ __all__ = [
     "Page",
     "Pagination",
     "PermissionDeniedError",
+    "PreparedProcess",
     "Process",
     "ProcessCompleted",
     "ProcessFailedError",
@@ -94,19 +140,33 @@ __all__ = [
     "ResultAsset",
     "ResultWaiter",
     "RetryPolicy",
+    "SelectionError",
     "ServerError",
     "Timeout",
     "Tool",
     "ToolSlug",
+    "UnknownItemError",
+    "UnknownToolError",
+    "UnknownWidgetError",
     "UnprocessableEntityError",
     "Upload",
     "UploadError",
     "UploadSource",
+    "V1MappingError",
     "V1Submitted",
+    "V1Translation",
     "V1Upload",
     "ValidationError",
     "WaitTimeoutError",
     "Widget",
     "WidgetItem",
+    "WidgetSelection",
+    "WidgetsArg",
     "__version__",
+    "check_mask",
+    "convert_white_mask",
+    "mask_from_shapes",
+    "translate_v1_submit",
+    "v1_service_to_tool",
+    "v1_space_to_item",
 ]

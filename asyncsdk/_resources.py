@@ -4,6 +4,10 @@
 A resource method checks its arguments (``ValidationError`` before anything is sent), builds a
 :class:`~asyncsdk._sansio.Request`, and hands it with a decoder to the one transport.  Decoders turn
 the JSON value (envelope already removed) into models with the client's converter.
+
+Process creation goes through the catalogue layer (:mod:`asyncsdk._catalogue`) first: widgets given
+by short name are expanded, and with validation on a request the service would refuse (or run
+wrongly) raises a :class:`~asyncsdk._catalogue.CatalogueError` before it is sent.
 """
 
 from __future__ import annotations
@@ -17,6 +21,13 @@ import attrs
 import cattrs
 from yarl import URL
 
+from asyncsdk._catalogue import (
+    CatalogueCache,
+    PreparedProcess,
+    WidgetsArg,
+    WidgetSelection,
+    prepare_process,
+)
 from asyncsdk._errors import (
     AsyncSDKError,
     ProcessFailedError,
@@ -25,6 +36,7 @@ from asyncsdk._errors import (
 )
 from asyncsdk._limits import GenerationLimit
 from asyncsdk._models import (
+    Asset,
     AssetRole,
     CreatedOrder,
     CreatedProcesses,
@@ -52,7 +64,16 @@ from asyncsdk._transport import Transport
 from asyncsdk._uploads import Upload, UploadSource, build_form, check_roles, to_upload
 from asyncsdk._waiter import ResultWaiter
 
-__all__ = ["V1", "Core", "Orders", "Processes", "Projects", "Tools"]
+__all__ = [
+    "V1",
+    "Core",
+    "Orders",
+    "Processes",
+    "Projects",
+    "Tools",
+    "check_widgets",
+    "check_widgets_arg",
+]
 
 T = TypeVar("T")
 
@@ -377,6 +398,28 @@ class Orders:
         )
 
 
+def _check_wire_entry(index: int, widget: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = set(widget) - {"slug", "item_slugs"}
+    if unknown:
+        raise ValidationError(
+            f"widgets[{index}] has unknown keys {sorted(unknown)}; use 'slug' and 'item_slugs'"
+        )
+    slug = widget.get("slug")
+    items = widget.get("item_slugs")
+    if not isinstance(slug, str) or not slug:
+        raise ValidationError(f"widgets[{index}]['slug'] must be a non-empty string")
+    if (
+        isinstance(items, str)
+        or not isinstance(items, Sequence)
+        or not all(isinstance(item, str) and item for item in items)
+    ):
+        raise ValidationError(
+            f"widgets[{index}]['item_slugs'] must be a list of item slugs, e.g. "
+            f"['item-...-{slug}'], not {items!r}"
+        )
+    return {"slug": slug, "item_slugs": list(items)}
+
+
 def check_widgets(widgets: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]] | None:
     """Widget selections as the wire wants them: ``[{"slug": str, "item_slugs": [str, ...]}]``."""
     if widgets is None:
@@ -392,26 +435,68 @@ def check_widgets(widgets: Sequence[Mapping[str, Any]] | None) -> list[dict[str,
                 f"widgets[{index}] must be a mapping {{'slug': ..., 'item_slugs': [...]}}, "
                 f"not {type(widget).__name__}"
             )
-        unknown = set(widget) - {"slug", "item_slugs"}
-        if unknown:
-            raise ValidationError(
-                f"widgets[{index}] has unknown keys {sorted(unknown)}; use 'slug' and 'item_slugs'"
-            )
-        slug = widget.get("slug")
-        items = widget.get("item_slugs")
-        if not isinstance(slug, str) or not slug:
-            raise ValidationError(f"widgets[{index}]['slug'] must be a non-empty string")
-        if (
-            isinstance(items, str)
-            or not isinstance(items, Sequence)
-            or not all(isinstance(item, str) and item for item in items)
-        ):
-            raise ValidationError(
-                f"widgets[{index}]['item_slugs'] must be a list of item slugs, e.g. "
-                f"['item-...-{slug}'], not {items!r}"
-            )
-        body.append({"slug": slug, "item_slugs": list(items)})
+        body.append(_check_wire_entry(index, widget))
     return body
+
+
+_WIDGETS_FORMS = (
+    "a mapping of widget names to items such as {'space': 'bedroom', 'style': 'modern'}, "
+    "or a sequence of {'slug': ..., 'item_slugs': [...]} mappings"
+)
+
+
+def check_widgets_arg(widgets: WidgetsArg | None) -> None:
+    """Check the shape of any accepted ``widgets=`` form before the catalogue is consulted.
+
+    * the short mapping ``{"space": "bedroom", "enhancement_options": ["a", "b"]}`` (a value is an
+      item name, a list of them, or ``None`` for "leave out");
+    * the wire list ``[{"slug": ..., "item_slugs": [...]}]``, strictly in that shape;
+    * a sequence of :class:`~asyncsdk.WidgetSelection`.
+    """
+    if widgets is None:
+        return
+    if isinstance(widgets, str | bytes) or not isinstance(widgets, Mapping | Sequence):
+        raise ValidationError(f"widgets must be {_WIDGETS_FORMS}, not {type(widgets).__name__}")
+    if isinstance(widgets, Mapping):
+        if "slug" in widgets and set(widgets) <= {"slug", "item_slugs"}:
+            raise ValidationError(
+                f"widgets must be {_WIDGETS_FORMS}; {dict(widgets)!r} is one wire entry: "
+                "put it in a list"
+            )
+        for name, value in widgets.items():
+            if not isinstance(name, str) or not name.strip():
+                raise ValidationError(f"widget names must be non-empty strings, not {name!r}")
+            if value is None or (isinstance(value, str) and value.strip()):
+                continue
+            if (
+                isinstance(value, str | bytes)
+                or not isinstance(value, Sequence | set | frozenset)
+                or not all(isinstance(item, str) and item.strip() for item in value)
+            ):
+                raise ValidationError(
+                    f"widgets[{name!r}] must be an item name or a list of item names, not {value!r}"
+                )
+        return
+    for index, entry in enumerate(widgets):
+        if isinstance(entry, WidgetSelection):
+            continue
+        if not isinstance(entry, Mapping):
+            raise ValidationError(
+                f"widgets[{index}] must be a mapping {{'slug': ..., 'item_slugs': [...]}}, "
+                f"not {type(entry).__name__}"
+            )
+        _check_wire_entry(index, entry)
+
+
+def _check_asset_map(tool: str, asset_map: Mapping[str, str]) -> None:
+    if not isinstance(asset_map, Mapping) or not asset_map:
+        raise ValidationError(
+            f"asset_map must map the tool's input slots to asset ids, e.g. "
+            f"{{'{tool}-input-image': '<asset id>'}}, not {asset_map!r}"
+        )
+    for slot, asset_id in asset_map.items():
+        require_text(slot, "an asset_map slot name")
+        require_text(asset_id, f"asset_map[{slot!r}]")
 
 
 def _process_from_event(event: ProcessCompleted) -> Process:
@@ -426,10 +511,22 @@ class _WaitState:
 
 
 class Processes:
-    """Processes: one AI job each (spec 4.8, 4.9), and waiting for their results."""
+    """Processes: one AI job each (spec 4.8, 4.9), and waiting for their results.
 
-    def __init__(self, core: Core) -> None:
+    ``catalogue`` is the client's :class:`~asyncsdk.CatalogueCache`; ``validate`` the client-wide
+    default of checking process requests against it (each call may override it).
+    """
+
+    def __init__(
+        self, core: Core, *, catalogue: CatalogueCache | None = None, validate: bool = True
+    ) -> None:
         self._core = core
+        self._orders = Orders(core)
+        if catalogue is None:
+            tools = Tools(core)
+            catalogue = CatalogueCache(tools.list, tools.widgets)
+        self._catalogue = catalogue
+        self._validate = validate
 
     def _build_process_body(
         self,
@@ -442,14 +539,7 @@ class Processes:
         """The JSON body of process creation, checked for shape (the one place it is built)."""
         require_text(order_id, "order_id")
         require_text(tool, "tool")
-        if not isinstance(asset_map, Mapping) or not asset_map:
-            raise ValidationError(
-                f"asset_map must map the tool's input slots to asset ids, e.g. "
-                f"{{'{tool}-input-image': '<asset id>'}}, not {asset_map!r}"
-            )
-        for slot, asset_id in asset_map.items():
-            require_text(slot, "an asset_map slot name")
-            require_text(asset_id, f"asset_map[{slot!r}]")
+        _check_asset_map(tool, asset_map)
         body: dict[str, Any] = {"order_id": order_id, "tool": tool, "asset_map": dict(asset_map)}
         selected = check_widgets(widgets)
         if selected is not None:
@@ -458,18 +548,101 @@ class Processes:
             body["process_group_id"] = require_text(process_group_id, "process_group_id")
         return body
 
+    async def prepare(
+        self,
+        tool: str,
+        asset_map: Mapping[str, str] | None = None,
+        widgets: WidgetsArg | None = None,
+        *,
+        inputs: Mapping[str, str] | str | None = None,
+        order_assets: Sequence[Asset] | None = None,
+        validate: bool | None = None,
+    ) -> PreparedProcess:
+        """Expand and check a process request without sending it (a dry run of :meth:`create`).
+
+        ``validate`` defaults to the client's setting.  With it on, the tool list and the tool's
+        widgets are read from the client's catalogue cache (fetched once per TTL) and a
+        :class:`~asyncsdk.CatalogueError` names any problem; asset ids are checked against
+        ``order_assets`` when given.
+        """
+        require_text(tool, "tool")
+        if asset_map is not None:
+            _check_asset_map(tool, asset_map)
+        check_widgets_arg(widgets)
+        return await prepare_process(
+            self._catalogue,
+            tool=tool,
+            asset_map=asset_map,
+            inputs=inputs,
+            widgets=widgets,
+            order_assets=order_assets,
+            validate=self._validate if validate is None else validate,
+        )
+
     async def create(
         self,
         order_id: str,
         tool: str,
-        asset_map: Mapping[str, str],
-        widgets: Sequence[Mapping[str, Any]] | None = None,
+        asset_map: Mapping[str, str] | None = None,
+        widgets: WidgetsArg | None = None,
         process_group_id: str | None = None,
         *,
+        inputs: Mapping[str, str] | str | None = None,
+        validate: bool | None = None,
+        order_assets: Sequence[Asset] | None = None,
         timeout: TimeoutArg = None,
     ) -> CreatedProcesses:
-        """Run ``tool`` on the order's assets; waits first if a generation limit is set."""
-        body = self._build_process_body(order_id, tool, asset_map, widgets, process_group_id)
+        """Run ``tool`` on the order's assets; waits first if a generation limit is set.
+
+        Inputs: ``asset_map`` (full slot names, the wire form) or ``inputs`` (an asset id for a
+        one-slot tool, or a mapping by short slot name: ``image``, ``mask``, ``before``,
+        ``after``).  With neither, the order is fetched (one GET) and its photo, and for the mask
+        tool its mask, fill the slots.
+
+        ``widgets`` takes the short form ``{"space": "bedroom", "style": "modern"}`` (widgets by
+        key, purpose, name or slug; items by value, name or slug), the wire list
+        ``[{"slug": ..., "item_slugs": [...]}]`` or :class:`~asyncsdk.WidgetSelection` values.
+
+        ``validate`` (default: the client's setting) checks the request against the catalogue
+        first; a :class:`~asyncsdk.CatalogueError` is raised and nothing is sent when it does not
+        fit.  Asset ids are checked against ``order_assets`` when given (or when the order was
+        fetched because no inputs were given); otherwise the order is not fetched just for the
+        check.  With ``validate=False`` short names are expanded by the slug convention and the
+        rest is sent as given, so the service's own 422 comes back as
+        :class:`~asyncsdk.UnprocessableEntityError`.
+        """
+        require_text(order_id, "order_id")
+        if process_group_id is not None:
+            require_text(process_group_id, "process_group_id")
+        if asset_map is None and inputs is None and order_assets is None:
+            require_text(tool, "tool")
+            check_widgets_arg(widgets)
+            order_assets = (await self._orders.get(order_id, timeout=timeout)).entry_assets
+        prepared = await self.prepare(
+            tool,
+            asset_map,
+            widgets,
+            inputs=inputs,
+            order_assets=order_assets,
+            validate=validate,
+        )
+        return await self._send(order_id, prepared, process_group_id, timeout)
+
+    async def _send(
+        self,
+        order_id: str,
+        prepared: PreparedProcess,
+        process_group_id: str | None,
+        timeout: TimeoutArg,
+    ) -> CreatedProcesses:
+        """Send a prepared request: the one path of ``POST /v3/process``."""
+        body = self._build_process_body(
+            order_id,
+            prepared.tool,
+            prepared.asset_map,
+            prepared.widgets_json(),
+            process_group_id,
+        )
         if self._core.generation_limit is not None:
             await self._core.generation_limit.acquire()
         request = Request(method="POST", url=self._core.url("v3", "process"), json=body)

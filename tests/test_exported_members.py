@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from types import ModuleType
 
 import asyncsdk
@@ -59,6 +61,34 @@ PUBLIC = {
     "APIDecodeError",
     "ProcessFailedError",
     "WaitTimeoutError",
+    # the catalogue: checked process requests
+    "Catalogue",
+    "CatalogueCache",
+    "CatalogueError",
+    "UnknownToolError",
+    "InactiveError",
+    "UnknownWidgetError",
+    "MissingWidgetError",
+    "UnknownItemError",
+    "SelectionError",
+    "InputError",
+    "PreparedProcess",
+    "WidgetSelection",
+    "WidgetsArg",
+    # masks
+    "check_mask",
+    "convert_white_mask",
+    "mask_from_shapes",
+    "MaskError",
+    "MaskReport",
+    "REMOVE_BLUE",
+    # from V1 to V3
+    "translate_v1_submit",
+    "v1_service_to_tool",
+    "v1_space_to_item",
+    "V1MappingError",
+    "V1Translation",
+    "V1_ENDPOINTS",
     # metadata
     "__version__",
 }
@@ -81,3 +111,9 @@ def test_every_public_attribute_is_exported() -> None:
 def test_every_exported_name_exists() -> None:
     for name in asyncsdk.__all__:
         assert getattr(asyncsdk, name) is not None, name
+
+
+def test_importing_the_package_does_not_import_pillow() -> None:
+    """Pillow is optional (``asyncsdk[images]``): the mask helpers import it on first use."""
+    code = "import sys, asyncsdk; assert 'PIL' not in sys.modules, sorted(sys.modules)"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

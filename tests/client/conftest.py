@@ -25,7 +25,11 @@ async def fake() -> AsyncIterator[FakeService]:
 
 @pytest.fixture
 async def make_client(fake: FakeService) -> AsyncIterator[MakeClient]:
-    """Build clients pointed at the fake (tiny backoff and poll interval); closed after the test."""
+    """Build clients pointed at the fake (tiny backoff and poll interval); closed after the test.
+
+    The fake serves no tool catalogue, so catalogue validation is off here; it is tested against
+    the sandbox (``test_catalogue_wiring.py``).
+    """
     clients: list[Client] = []
 
     def make(**kwargs: Any) -> Client:
@@ -34,6 +38,7 @@ async def make_client(fake: FakeService) -> AsyncIterator[MakeClient]:
         kwargs.setdefault("min_poll_interval", 0.01)
         kwargs.setdefault("backoff_initial", 0.001)
         kwargs.setdefault("backoff_max", 0.005)
+        kwargs.setdefault("validate", False)
         client = Client(**kwargs)
         clients.append(client)
         return client
