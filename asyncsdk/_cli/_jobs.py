@@ -84,10 +84,11 @@ class Runner:
     registry: ResultWaiter | None = None
     timeout: float = 600.0
     project_id: str | None = None
-    cache: CatalogueCache = attrs.field(init=False)
 
-    def __attrs_post_init__(self) -> None:
-        self.cache = CatalogueCache(self.client.tools.list, self.client.tools.widgets)
+    @property
+    def cache(self) -> CatalogueCache:
+        """The client's own catalogue cache, so the catalogue is fetched once per run."""
+        return self.client.catalogue
 
     async def check(self, spec: JobSpec) -> tuple[str, list[dict[str, object]]]:
         """Check a job's tool and widgets against the catalogue before anything is paid for;
