@@ -11,8 +11,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import socket
-from collections.abc import AsyncIterator, Callable
-from typing import cast
+from collections.abc import AsyncIterator
 
 import attrs
 from aiohttp import web
@@ -66,10 +65,7 @@ async def serve_app(app: web.Application, host: str, port: int) -> AsyncIterator
 
 
 def _token_verifier(token: str) -> Verifier:
-    # TokenVerifier's own __init__ takes the token; the attrs plugin of mypy sees the generated
-    # one, hence the cast.
-    make = cast(Callable[[str], Verifier], TokenVerifier)
-    return make(token)
+    return TokenVerifier(token)
 
 
 @contextlib.asynccontextmanager

@@ -16,7 +16,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO, cast
+from typing import TYPE_CHECKING, TextIO
 
 from aiohttp import web
 
@@ -139,9 +139,7 @@ def _verifier(args: argparse.Namespace) -> tuple[Verifier, str]:
     shown = "<your token>"
     if not token:
         token = shown = secrets.token_urlsafe(32)
-    # TokenVerifier's own __init__ takes the token (the attrs plugin of mypy sees another one).
-    make = cast(Callable[[str], Verifier], TokenVerifier)
-    return make(token), shown
+    return TokenVerifier(token), shown
 
 
 @contextlib.contextmanager
