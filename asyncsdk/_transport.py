@@ -90,6 +90,24 @@ def translate(
     return failed(f"{where}: {type(exc).__name__}: {exc}"), True
 
 
+def _drop_tracebacks(exc: BaseException) -> None:
+    """Forget the frames of a network error and of every exception it chains.
+
+    aiohttp's frames hold the request headers, the ``x-api-key`` among them, in their locals;
+    a traceback rendered with locals (``capture_locals``, error trackers) would print the key.
+    The exceptions keep their types and messages.
+    """
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        item = todo.pop()
+        if item is None or id(item) in seen:
+            continue
+        seen.add(id(item))
+        item.__traceback__ = None
+        todo.extend((item.__cause__, item.__context__))
+
+
 def _slots_for(session: aiohttp.ClientSession | None, max_in_flight: int) -> int:
     """The in-flight limit, lowered to a caller's connector limits so no request waits for a
     connection inside aiohttp (where the wait would count against the request's timeout)."""
@@ -184,6 +202,7 @@ class Transport:
                         rand=self._rand,
                     )
                 if delay is None:
+                    _drop_tracebacks(exc)
                     raise (failure or error) from exc
                 reason = str(error)
             else:

@@ -165,6 +165,11 @@ def parse_body(body: bytes) -> Parsed | Ignored | Rejection:
         )
     except RecursionError:
         return Rejection(400, "too_deep", "JSON nests too deeply; send the flat event")
+    except ValueError:
+        # Not a JSONDecodeError: an integer past Python's digit limit (sys.int_info).
+        return Rejection(
+            400, "bad_json", "body is not valid JSON: a number in it is too long to decode"
+        )
     return parse_event(data)
 
 

@@ -341,7 +341,8 @@ class WebhookReceiver:
                     chunks.append(chunk)
         except TimeoutError:
             return Rejection(408, "read_timeout", "the body took too long to arrive")
-        except (OSError, ValueError, web.HTTPException) as exc:
+        except (OSError, ValueError, web.HTTPException, web.RequestPayloadError) as exc:
+            # RequestPayloadError: a body that does not decode as its Content-Encoding says.
             return Rejection(400, "bad_body", f"could not read the body: {type(exc).__name__}")
         return b"".join(chunks)
 
