@@ -131,18 +131,34 @@ class SQLiteInbox:
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(
-                self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
-            )
-            try:
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=FULL")
-                conn.executescript(_SCHEMA)
-            except BaseException:
-                conn.close()
-                raise
-            self._conn = conn
+            # Switching a new file to WAL and creating the schema can meet "database is locked"
+            # at once, without the busy handler, while another process does the same: retry
+            # within the busy timeout.
+            deadline = time.monotonic() + self._busy_timeout
+            pause = 0.01
+            while True:
+                try:
+                    self._conn = self._open()
+                    break
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc) or time.monotonic() + pause > deadline:
+                        raise
+                    time.sleep(pause)
+                    pause = min(pause * 2, 0.25)
         return self._conn
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.executescript(_SCHEMA)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
     def _run_batch(self, ops: list[Op]) -> list[tuple[bool, Any]]:
         conn = self._connect()
