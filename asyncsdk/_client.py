@@ -28,6 +28,7 @@ from yarl import URL
 
 from asyncsdk._catalogue import CatalogueCache, PreparedProcess, WidgetsArg
 from asyncsdk._convert import make_converter
+from asyncsdk._downloads import DownloadTarget, check_result_url, write_chunks
 from asyncsdk._errors import APIDecodeError, ConfigurationError, NotFoundError, ValidationError
 from asyncsdk._limits import GenerationLimit
 from asyncsdk._masks import (
@@ -38,7 +39,7 @@ from asyncsdk._masks import (
     convert_white_mask,
     mask_from_shapes,
 )
-from asyncsdk._models import Asset, AssetRole, CreatedProcesses, Process, ToolSlug
+from asyncsdk._models import Asset, AssetRole, CreatedProcesses, Process, ResultAsset, ToolSlug
 from asyncsdk._resources import V1, Core, Orders, Processes, Projects, Tools, check_widgets_arg
 from asyncsdk._sansio import ApiKey, RetryPolicy, Timeout, require_text
 from asyncsdk._transport import Transport
@@ -316,6 +317,34 @@ class Client:
         traceback: TracebackType | None,
     ) -> None:
         await self.close()
+
+    async def download(
+        self,
+        asset: ResultAsset | str,
+        target: DownloadTarget,
+        *,
+        thumbnail: bool = False,
+        timeout: Timeout | float | None = None,
+    ) -> int:
+        """Stream a result image to ``target`` (a path, or a binary file opened for writing).
+
+        ``asset`` is a ``ResultAsset`` (its ``src``, or ``thumbnail_src`` with ``thumbnail=True``)
+        or a URL.  Only http(s) URLs are fetched and the API key is never sent with them; the body
+        goes to disk chunk by chunk, and a path appears only once the file is complete.  Returns
+        the number of bytes written.  Not retried: call again on ``APIConnectionError``.
+        """
+        if isinstance(asset, ResultAsset):
+            url = asset.thumbnail_src if thumbnail else asset.src
+            if not url:
+                which = "thumbnail_src" if thumbnail else "src"
+                raise ValidationError(f"result asset {asset.asset_id!r} has no {which} URL")
+        else:
+            url = asset
+        checked = check_result_url(url)
+        limits = self.settings.timeout.with_total(timeout)
+        return await self._transport.download(
+            checked, lambda chunks: write_chunks(chunks, target), timeout=limits
+        )
 
     async def run(
         self,

@@ -17,16 +17,20 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import AsyncIterable, Awaitable, Callable, Mapping
 from typing import Any, Final, TypeVar
 
 import aiohttp
 import attrs
+from yarl import URL
 
+from asyncsdk._downloads import DOWNLOAD_CHUNK
 from asyncsdk._errors import (
     APIConnectionError,
     APITimeoutError,
     ConfigurationError,
+    status_error_class,
 )
 from asyncsdk._sansio import (
     RETRYABLE_STATUSES,
@@ -186,10 +190,20 @@ class Transport:
         method = request.method.upper()
         url = str(request.url)
         attempt = 0
+        path = request.url.path
         while True:
+            started = time.monotonic()
             try:
                 answer = await self._attempt(request, limits)
             except _NETWORK_ERRORS as exc:
+                _log.debug(
+                    "%s %s -> %s (attempt %d, %.3f s)",
+                    method,
+                    path,
+                    type(exc).__name__,
+                    attempt + 1,
+                    time.monotonic() - started,
+                )
                 failure = request.form.failure if request.form is not None else None
                 error, retryable = translate(exc, method=method, url=url, timeout=limits)
                 delay = None
@@ -206,6 +220,14 @@ class Transport:
                     raise (failure or error) from exc
                 reason = str(error)
             else:
+                _log.debug(
+                    "%s %s -> %d (attempt %d, %.3f s)",
+                    method,
+                    path,
+                    answer.status,
+                    attempt + 1,
+                    time.monotonic() - started,
+                )
                 if request.form is not None and request.form.failure is not None:
                     raise request.form.failure
                 delay = None
@@ -239,6 +261,43 @@ class Transport:
                 reason,
             )
             await asyncio.sleep(delay)
+
+    async def download(
+        self, url: URL, write: Callable[[AsyncIterable[bytes]], Awaitable[T]], *, timeout: Timeout
+    ) -> T:
+        """GET ``url`` without the API key and hand the streamed body to ``write``.
+
+        Takes a slot of the in-flight limit like any request; not retried (the caller decides);
+        network failures and non-2xx answers become this package's errors.
+        """
+        method, shown = "GET", str(url.with_query(None))
+        async with self._slots:
+            session = self._session_in_use()
+            try:
+                async with (
+                    asyncio.timeout(timeout.total),
+                    session.get(
+                        url,
+                        headers={"User-Agent": USER_AGENT},
+                        timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeout.connect),
+                        raise_for_status=False,
+                    ) as response,
+                ):
+                    if response.status >= 300:
+                        body = await response.content.read(2048)
+                        raise status_error_class(response.status)(
+                            f"downloading a result failed with HTTP {response.status}",
+                            status=response.status,
+                            headers=response.headers,
+                            body=body.decode("utf-8", "replace"),
+                            method=method,
+                            url=shown,
+                        )
+                    return await write(response.content.iter_chunked(DOWNLOAD_CHUNK))
+            except _NETWORK_ERRORS as exc:
+                error, _ = translate(exc, method=method, url=shown, timeout=timeout)
+                _drop_tracebacks(exc)
+                raise error from exc
 
     def _headers(self, request: Request) -> dict[str, str]:
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT}

@@ -11,6 +11,7 @@ from typing import Final
 import aiohttp
 from yarl import URL
 
+from asyncsdk._downloads import DOWNLOAD_CHUNK, check_result_url
 from asyncsdk._errors import (
     APIConnectionError,
     APIError,
@@ -18,6 +19,7 @@ from asyncsdk._errors import (
     AsyncSDKError,
     ConfigurationError,
     ProcessFailedError,
+    ValidationError,
     WaitTimeoutError,
     status_error_class,
 )
@@ -43,7 +45,6 @@ EXIT_USAGE: Final = 2
 EXIT_API: Final = 3
 EXIT_INTERRUPTED: Final = 130
 
-DOWNLOAD_CHUNK: Final = 64 * 1024
 _CONTENT_TYPES: Final = {"image/jpeg": ".jpg", "image/png": ".png", "image/webp": ".webp"}
 _SUFFIXES: Final = frozenset({".jpg", ".jpeg", ".png", ".webp"})
 
@@ -147,15 +148,10 @@ async def download(session: aiohttp.ClientSession, url: str, folder: Path, stem:
     when complete, so a partial file never looks like a result.
     """
     try:
-        parsed = URL(url)
-    except (TypeError, ValueError) as exc:
-        raise APIError(f"the service gave an unreadable result URL: {exc}") from exc
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        shown = parsed.scheme or "no scheme"
-        raise APIError(
-            f"refusing to download a result from a non-http(s) URL ({shown}); only http:// and "
-            "https:// result URLs are fetched"
-        )
+        parsed = check_result_url(url)
+    except ValidationError as exc:
+        # The URL came from the service, so this is the service's fault, not the caller's.
+        raise APIError(f"the service gave a result URL that is not fetched: {exc}") from exc
     partial = _partial_path(folder, stem)
     try:
         async with session.get(parsed) as response:

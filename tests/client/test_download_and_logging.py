@@ -1,0 +1,121 @@
+"""Downloading results, and the debug line the request path logs for every attempt."""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from asyncsdk import (
+    APIConnectionError,
+    Client,
+    NotFoundError,
+    ProcessStatus,
+    ResultAsset,
+    ToolSlug,
+    ValidationError,
+)
+from asyncsdk.sandbox import Sandbox
+from tests.client._fake import FakeService, Reply, process_json
+
+
+def photo() -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (64, 48), (120, 140, 160)).save(buffer, "JPEG")
+    return buffer.getvalue()
+
+
+@pytest.fixture
+async def sdk(sandbox: Sandbox) -> AsyncIterator[Client]:
+    async with Client(
+        api_key=sandbox.api_key,
+        base_url=sandbox.base_url,
+        app_url=sandbox.app_url,
+        min_poll_interval=0.01,
+    ) as client:
+        yield client
+
+
+async def _done_process_asset(sdk: Client) -> ResultAsset:
+    process = await sdk.run(ToolSlug.DAY_TO_DUSK, photo(), timeout=30)
+    assert process.status == ProcessStatus.DONE
+    return process.final_assets[0]
+
+
+async def test_download_streams_a_result_to_a_path_and_a_file(sdk: Client, tmp_path: Path) -> None:
+    asset = await _done_process_asset(sdk)
+    target = tmp_path / "dusk.jpg"
+    written = await sdk.download(asset, target)
+    assert written == target.stat().st_size > 0
+    with Image.open(target) as image:
+        assert image.size == (64, 48)
+    assert os.listdir(tmp_path) == [target.name], "no partial file is left beside the result"
+
+    buffer = io.BytesIO()
+    assert await sdk.download(asset, buffer, thumbnail=True) == len(buffer.getvalue()) > 0
+    Image.open(io.BytesIO(buffer.getvalue())).verify()
+
+
+async def test_download_refuses_non_http_urls_before_any_request(
+    sdk: Client, sandbox: Sandbox, tmp_path: Path
+) -> None:
+    before = sum(sandbox.stats.requests.values())
+    for url in ("file:///etc/passwd", "ftp://example.org/x.jpg", "/relative/x.jpg"):
+        with pytest.raises(ValidationError, match="non-http"):
+            await sdk.download(url, tmp_path / "x.jpg")
+    with pytest.raises(ValidationError, match="no src URL"):
+        await sdk.download(ResultAsset(asset_id="a1"), tmp_path / "x.jpg")
+    assert sum(sandbox.stats.requests.values()) == before
+    assert not os.listdir(tmp_path)
+
+
+async def test_download_errors_leave_no_file_and_never_send_the_key(tmp_path: Path) -> None:
+    fake = FakeService()
+    await fake.start()
+    try:
+        fake.script("GET", "/missing.jpg", Reply(status=404, text="gone"))
+        fake.script("GET", "/dropped.jpg", Reply(action="cut", status=200))
+        async with Client(api_key="sk_test_download_key", base_url=str(fake.url)) as client:
+            with pytest.raises(NotFoundError) as missing:
+                await client.download(str(fake.url / "missing.jpg"), tmp_path / "a.jpg")
+            assert missing.value.status == 404
+            with pytest.raises(APIConnectionError):
+                await client.download(str(fake.url / "dropped.jpg"), tmp_path / "b.jpg")
+        assert not os.listdir(tmp_path)
+        for seen in fake.seen:
+            assert "x-api-key" not in seen.headers
+    finally:
+        await fake.stop()
+
+
+async def test_every_attempt_is_logged_at_debug_without_the_key(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    fake = FakeService()
+    await fake.start()
+    try:
+        fake.script(
+            "GET",
+            "/v3/process/pr1",
+            Reply(status=503, json={"error": "busy", "key": "api_error_busy"}),
+            Reply(status=200, json=process_json("pr1", status="done")),
+        )
+        key = "sk_test_logged_key_123"
+        with caplog.at_level(logging.DEBUG, logger="asyncsdk"):
+            async with Client(
+                api_key=key, base_url=str(fake.url), backoff_initial=0.001, backoff_max=0.002
+            ) as client:
+                await client.processes.get("pr1")
+        lines = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
+        attempts = [line for line in lines if line.startswith("GET /v3/process/pr1")]
+        assert len(attempts) == 2
+        assert "-> 503 (attempt 1," in attempts[0]
+        assert "-> 200 (attempt 2," in attempts[1]
+        assert all(key not in record.getMessage() for record in caplog.records)
+    finally:
+        await fake.stop()
