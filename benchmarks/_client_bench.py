@@ -1,0 +1,199 @@
+"""Section 1: ``processes.create`` and ``processes.get`` through this SDK, raw aiohttp and httpx.
+
+Each (implementation, round) runs in a fresh child pinned to the client core, against the minimal
+server (``_api.py``) pinned to the other core.  A child first warms up (connections opened, code
+paths run), then times ``requests`` creates and ``requests`` gets at ``concurrency`` coroutines.
+Requests/s is wall time; CPU per request is ``time.process_time()`` of the client process
+(every thread of it) divided by the requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+from benchmarks._child import ChildIO
+
+IMPLEMENTATIONS: Final = ("sdk", "sdk-novalidate", "aiohttp", "httpx")
+ORDER_ID: Final = "order-bench-1"
+TOOL: Final = "tool-virtual-staging"
+ASSET_MAP: Final = {"tool-virtual-staging-input-image": "asset-bench-1"}
+WIDGETS: Final = [
+    {
+        "slug": "widget-space-tool-virtual-staging",
+        "item_slugs": ["item-bedroom-widget-space-tool-virtual-staging"],
+    },
+    {
+        "slug": "widget-style-tool-virtual-staging",
+        "item_slugs": ["item-modern-widget-style-tool-virtual-staging"],
+    },
+]
+BODY: Final = {"order_id": ORDER_ID, "tool": TOOL, "asset_map": ASSET_MAP, "widgets": WIDGETS}
+
+Call = Callable[[int], Awaitable[Any]]
+
+
+async def _drive(total: int, concurrency: int, call: Call) -> None:
+    numbers = iter(range(total))
+
+    async def worker() -> None:
+        for number in numbers:
+            await call(number)
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+
+async def _timed(total: int, concurrency: int, call: Call) -> dict[str, float]:
+    gc.collect()
+    cpu = time.process_time()
+    wall = time.perf_counter()
+    await _drive(total, concurrency, call)
+    wall = time.perf_counter() - wall
+    cpu = time.process_time() - cpu
+    return {"rps": total / wall, "cpu_us": cpu / total * 1e6, "seconds": wall}
+
+
+class _Calls:
+    """The two calls of one implementation, plus how to open and close it."""
+
+    async def open(self, base_url: str, api_key: str, concurrency: int) -> None:
+        raise NotImplementedError
+
+    async def create(self, number: int) -> Any:
+        raise NotImplementedError
+
+    async def get(self, number: int) -> Any:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        raise NotImplementedError
+
+
+class _Sdk(_Calls):
+    """The client as configured by default: process requests checked against the catalogue
+    (fetched once, during the warm-up, and cached for its TTL)."""
+
+    validate = True
+
+    async def open(self, base_url: str, api_key: str, concurrency: int) -> None:
+        from asyncsdk import Client
+
+        self.client = Client(
+            api_key=api_key,
+            base_url=base_url,
+            max_in_flight=concurrency,
+            validate=self.validate,
+        )
+
+    async def create(self, number: int) -> Any:
+        created = await self.client.processes.create(ORDER_ID, TOOL, ASSET_MAP, WIDGETS)
+        return created.process_ids[0]
+
+    async def get(self, number: int) -> Any:
+        process = await self.client.processes.get(f"proc-{number}")
+        return process.status
+
+    async def close(self) -> None:
+        await self.client.close()
+
+
+class _SdkNoValidate(_Sdk):
+    """``Client(validate=False)``: the request is sent as given."""
+
+    validate = False
+
+
+class _Aiohttp(_Calls):
+    async def open(self, base_url: str, api_key: str, concurrency: int) -> None:
+        import aiohttp
+
+        self.base = base_url
+        self.headers = {"x-api-key": api_key, "Accept": "application/json"}
+        self.session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=concurrency),
+            timeout=aiohttp.ClientTimeout(total=60),
+        )
+
+    async def create(self, number: int) -> Any:
+        async with self.session.post(
+            f"{self.base}/v3/process", json=BODY, headers=self.headers
+        ) as response:
+            if response.status != 201:
+                raise RuntimeError(f"HTTP {response.status}")
+            data = await response.json()
+        return data["process_ids"][0]
+
+    async def get(self, number: int) -> Any:
+        async with self.session.get(
+            f"{self.base}/v3/process/proc-{number}", headers=self.headers
+        ) as response:
+            if response.status != 200:
+                raise RuntimeError(f"HTTP {response.status}")
+            data = await response.json()
+        return data["status"]
+
+    async def close(self) -> None:
+        await self.session.close()
+
+
+class _Httpx(_Calls):
+    async def open(self, base_url: str, api_key: str, concurrency: int) -> None:
+        import httpx
+
+        self.client = httpx.AsyncClient(
+            base_url=base_url,
+            headers={"x-api-key": api_key, "Accept": "application/json"},
+            limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
+            timeout=60,
+        )
+
+    async def create(self, number: int) -> Any:
+        response = await self.client.post("/v3/process", json=BODY)
+        if response.status_code != 201:
+            raise RuntimeError(f"HTTP {response.status_code}")
+        return response.json()["process_ids"][0]
+
+    async def get(self, number: int) -> Any:
+        response = await self.client.get(f"/v3/process/proc-{number}")
+        if response.status_code != 200:
+            raise RuntimeError(f"HTTP {response.status_code}")
+        return response.json()["status"]
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+
+_KINDS: Final[dict[str, type[_Calls]]] = {
+    "sdk": _Sdk,
+    "sdk-novalidate": _SdkNoValidate,
+    "aiohttp": _Aiohttp,
+    "httpx": _Httpx,
+}
+
+
+async def job(
+    io: ChildIO,
+    *,
+    impl: str,
+    base_url: str,
+    api_key: str,
+    requests: int,
+    concurrency: int,
+    warmup: int,
+    phases: tuple[str, ...] = ("create", "get"),
+) -> dict[str, Any]:
+    """One implementation, one round: ``{"create": {...}, "get": {...}}``."""
+    calls = _KINDS[impl]()
+    await calls.open(base_url, api_key, concurrency)
+    result: dict[str, Any] = {}
+    try:
+        for phase in phases:
+            await _drive(warmup, concurrency, getattr(calls, phase))
+        for phase in phases:
+            result[phase] = await _timed(requests, concurrency, getattr(calls, phase))
+    finally:
+        await calls.close()
+    return result

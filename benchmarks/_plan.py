@@ -1,0 +1,86 @@
+"""How big each measurement is, in full and in quick (smoke) mode, and the goals' thresholds."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import attrs
+
+SECTIONS: Final = ("client", "upload", "receiver", "registry", "e2e")
+MIB: Final = 1024 * 1024
+
+
+@attrs.frozen(kw_only=True)
+class Plan:
+    quick: bool
+    runs: int
+    client_requests: int
+    httpx_requests: int
+    client_concurrency: int = 64
+    client_warmup: int
+    big_file: int
+    small_files: int
+    small_file: int = MIB
+    small_concurrency: int = 8
+    public_file: int
+    receiver_seconds: int
+    receiver_warmup_seconds: int = 1
+    receiver_connections: tuple[int, ...] = (16, 128)
+    receiver_paced_rate: int = 500
+    registry_waiters: int
+    wake_samples: int
+    e2e_webhook_samples: int
+    e2e_poll_samples: int
+    poll_default: float = 5.0
+    poll_small: float = 0.1
+
+    def describe(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+def make_plan(*, quick: bool, runs: int | None) -> Plan:
+    if quick:
+        return Plan(
+            quick=True,
+            runs=runs or 1,
+            client_requests=2_000,
+            httpx_requests=300,
+            client_warmup=200,
+            big_file=128 * MIB,
+            small_files=20,
+            public_file=16 * MIB,
+            receiver_seconds=1,
+            registry_waiters=10_000,
+            wake_samples=100,
+            e2e_webhook_samples=3,
+            e2e_poll_samples=4,
+        )
+    return Plan(
+        quick=False,
+        runs=runs or 3,
+        client_requests=20_000,
+        # httpx manages ~200 requests/s at concurrency 64 here: 20,000 would take ~100 s a phase,
+        # and its rate is steady after the warm-up, so 1,000 timed requests measure it.
+        httpx_requests=1_000,
+        client_warmup=500,
+        big_file=1024 * MIB,
+        small_files=200,
+        public_file=50 * MIB,
+        receiver_seconds=4,
+        registry_waiters=100_000,
+        wake_samples=500,
+        e2e_webhook_samples=15,
+        e2e_poll_samples=10,
+    )
+
+
+# Goals (2-core machine; ratios from one run).
+CLIENT_VS_AIOHTTP: Final = 0.90
+CLIENT_VS_HTTPX: Final = 8.0
+UPLOAD_VS_AIOHTTP: Final = 0.90
+UPLOAD_RSS_MIB: Final = 8.0
+RECEIVER_VS_BARE: Final = {"memory": 0.80, "sqlite": 0.50, "redis": 0.40}
+RECEIVER_P99_MS: Final = 50.0
+REGISTRY_BYTES: Final = 400.0
+REGISTRY_RESOLVE_S: Final = 1.0
+REGISTRY_WAKE_P99_MS: Final = 3.0

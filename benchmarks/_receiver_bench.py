@@ -1,0 +1,228 @@
+"""Section 3: ``process.completed`` POSTs against the mounted receiver, beside a bare handler.
+
+The server child (pinned to the server core) runs one variant: the bare aiohttp handler (read,
+``json.loads``, 200), or :class:`~webhooks.WebhookReceiver` mounted at ``/hooks/`` with a memory,
+SQLite or Redis inbox, with no handler or with one that sleeps 30 s.  The load generator (wrk with
+a Lua script that gives every request its own ``process_id``, so dedup never short-circuits; else
+a Python/aiohttp child) runs pinned to the client core and measures latency on its side.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from pathlib import Path
+from typing import Any, Final
+
+from aiohttp import web
+
+from benchmarks._child import ChildIO
+from benchmarks._env import percentile
+
+TOKEN: Final = "bench-token-0123456789abcdefABCDEF"  # noqa: S105 - a fixture, not a secret
+STORES: Final = ("bare", "memory", "sqlite", "redis")
+QUEUE_LIMIT: Final = 10_000_000
+"""Raised from the default 10,000 so that backpressure (503) does not mix into the ack timing."""
+
+_ASSET_URL: Final = "https://files.example.com/result/%s.jpg?token=0a1b2c3d4e5f"
+BODY_TEMPLATE: Final = (
+    '{"event":"process.completed","process_id":"%s","order_id":"order-bench-1",'
+    '"tool":"tool-virtual-staging","status":"done","final_assets":[{"asset_id":"asset-%s",'
+    '"asset_type":"image","temp_src":"'
+    + _ASSET_URL
+    + '","temp_thumbnail_src":"'
+    + _ASSET_URL
+    + '"}]}'
+)
+
+
+def body_for(process_id: str) -> bytes:
+    return (BODY_TEMPLATE % (process_id, process_id, process_id, process_id)).encode()
+
+
+LUA_SCRIPT: Final = """
+-- One process_id per request: "<run>-<thread>-<n>", so the dedup claim never short-circuits.
+local threads = 0
+local counter = 0
+setup = function(thread)
+  threads = threads + 1
+  thread:set("tid", threads)
+end
+local template = [[%(template)s]]
+local headers = {["Content-Type"] = "application/json"}
+request = function()
+  counter = counter + 1
+  local pid = string.format("%%s-%%d-%%d", "%(run)s", tid, counter)
+  local body = string.format(template, pid, pid, pid, pid)
+  return wrk.format("POST", nil, headers, body)
+end
+%(delay)s
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    'WRKJSON {"requests":%%d,"duration_us":%%d,"p50_us":%%d,"p99_us":%%d,"max_us":%%d,' ..
+    '"errors":%%d,"non_2xx":%%d,"timeouts":%%d}\\n',
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
+    latency.max, e.connect + e.read + e.write, e.status, e.timeout))
+end
+"""
+
+
+def lua_script(run: str, delay_ms: float | None = None) -> str:
+    """The wrk script; ``delay_ms`` paces each connection: wrk waits a random 0 to 2 x
+    ``delay_ms`` between its requests (random, so the connections do not fall into step), so the
+    offered rate is about connections * 1000 / delay_ms per second."""
+    delay = (
+        ""
+        if delay_ms is None
+        else f"delay = function() return math.random(0, {2 * int(delay_ms)}) end"
+    )
+    return LUA_SCRIPT % {"template": BODY_TEMPLATE, "run": run, "delay": delay}
+
+
+# -- the server child -----------------------------------------------------------------------------
+
+
+async def _bare(request: web.Request) -> web.Response:
+    body = await request.read()
+    event = json.loads(body)
+    if not isinstance(event, dict) or "process_id" not in event:
+        return web.json_response({"error": "not an event"}, status=400)
+    return web.json_response({"status": "accepted"})
+
+
+async def serve(
+    io: ChildIO,
+    *,
+    store: str,
+    slow_handler: bool,
+    workdir: str,
+    redis_url: str,
+    prefix: str,
+) -> None:
+    """Serve one variant on 127.0.0.1 until stdin closes.
+
+    Messages: ``"mark"`` starts the CPU clock (after the warm-up); ``"stats"`` answers the
+    process's CPU seconds since the mark (every thread) and the receiver's counters.
+    """
+    from webhooks import MemoryInbox, SQLiteInbox, TokenVerifier, WebhookReceiver
+
+    app = web.Application()
+    receiver: WebhookReceiver | None = None
+    if store == "bare":
+        app.router.add_post(f"/hooks/{TOKEN}", _bare)
+    else:
+        if store == "memory":
+            inbox: Any = MemoryInbox()
+        elif store == "sqlite":
+            inbox = SQLiteInbox(Path(workdir) / "inbox.db")
+        elif store == "redis":
+            from webhooks._redis import RedisInbox
+
+            inbox = RedisInbox(redis_url, prefix=prefix)
+        else:
+            raise ValueError(f"unknown store {store!r}")
+        receiver = WebhookReceiver(
+            inbox=inbox,
+            verifier=TokenVerifier(TOKEN),
+            queue_limit=QUEUE_LIMIT,
+            drain_timeout=0.5,
+        )
+        if slow_handler:
+
+            @receiver.on_completed()
+            async def slow(event: Any) -> None:
+                await asyncio.sleep(30)
+
+        receiver.setup(app, "/hooks/")
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
+        await site.start()
+        port = runner.addresses[0][1]
+        io.ready({"url": f"http://127.0.0.1:{port}/hooks/{TOKEN}"})
+        cpu = time.process_time()
+        while (message := await io.recv()) is not None:
+            if message == "mark":
+                cpu = time.process_time()
+                io.send({})
+            elif message == "stats":
+                io.send({"cpu_s": time.process_time() - cpu, **_stats(receiver)})
+    finally:
+        await runner.cleanup()
+
+
+def _stats(receiver: Any) -> dict[str, Any]:
+    if receiver is None:
+        return {}
+    metrics = receiver.metrics
+    return {
+        "received": metrics.received,
+        "accepted": metrics.accepted,
+        "duplicate": metrics.duplicate,
+        "processed": metrics.processed,
+        "unavailable": sum(metrics.unavailable.values()),
+        "rejected": sum(metrics.rejected.values()),
+        "backlog": receiver._pool.backlog,
+    }
+
+
+# -- the Python load generator (when wrk is not installed) ----------------------------------------
+
+
+async def loadgen(
+    io: ChildIO,
+    *,
+    url: str,
+    connections: int,
+    duration: float,
+    run: str,
+    delay_ms: float | None = None,
+) -> dict[str, Any]:
+    """``connections`` keep-alive connections posting for ``duration`` s (each waiting
+    ``delay_ms`` between its requests when given); latency per request."""
+    import aiohttp
+
+    latencies: list[float] = []
+    non_2xx = 0
+    errors = 0
+    headers = {"Content-Type": "application/json"}
+    connector = aiohttp.TCPConnector(limit=connections)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        deadline = time.perf_counter() + duration
+
+        async def worker(number: int) -> None:
+            nonlocal non_2xx, errors
+            count = 0
+            while time.perf_counter() < deadline:
+                count += 1
+                body = body_for(f"{run}-{number}-{count}")
+                started = time.perf_counter()
+                try:
+                    async with session.post(url, data=body, headers=headers) as response:
+                        await response.read()
+                        if not 200 <= response.status < 300:
+                            non_2xx += 1
+                except aiohttp.ClientError:
+                    errors += 1
+                    continue
+                latencies.append(time.perf_counter() - started)
+                if delay_ms:
+                    await asyncio.sleep(random.uniform(0, 2 * delay_ms) / 1000)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker(n) for n in range(connections)))
+        seconds = time.perf_counter() - started
+    return {
+        "requests": len(latencies) + errors,
+        "duration_us": int(seconds * 1e6),
+        "p50_us": int(percentile(latencies, 50) * 1e6),
+        "p99_us": int(percentile(latencies, 99) * 1e6),
+        "max_us": int(max(latencies, default=0.0) * 1e6),
+        "errors": errors,
+        "non_2xx": non_2xx,
+        "timeouts": 0,
+    }

@@ -1,0 +1,94 @@
+"""Turns the sections into ``RESULTS.md``."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks._plan import SECTIONS, Plan
+from benchmarks._sections import Goal, Section, table
+
+FINDINGS = Path(__file__).resolve().parent / "FINDINGS.md"
+TITLES = {
+    "client": "1. Client: processes.create / processes.get",
+    "upload": "2. Upload: orders.create against raw aiohttp streaming",
+    "receiver": "3. Receiver: process.completed POSTs",
+    "registry": "4. Registry: pending waiters",
+    "e2e": "5. End to end: completion in the sandbox → `wait()` returns",
+}
+
+
+def _verdict(met: bool | None) -> str:
+    return "not run" if met is None else ("**met**" if met else "**missed**")
+
+
+def render(
+    *,
+    command: str,
+    plan: Plan,
+    machine: dict[str, Any],
+    versions: dict[str, str],
+    sections: Sequence[Section],
+    skipped: Sequence[str],
+    seconds: float,
+) -> str:
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    kind = (
+        "QUICK smoke run: small sizes, 1 run"
+        if plan.quick
+        else f"full run, medians of {plan.runs} runs"
+    )
+    lines = [
+        "# Benchmark results",
+        "",
+        f"Reproduce with: `{command}` (from the repository root; `make bench` runs the full "
+        "suite).  Generated "
+        f"{now} in {seconds / 60:.1f} min; {kind}.",
+        "",
+        "## Machine",
+        "",
+        *table(
+            ["CPU", "cores", "RAM", "kernel", "client/server pinning", "load avg at start"],
+            [
+                [
+                    machine["cpu"],
+                    str(machine["cores"]),
+                    f"{machine['ram_gib']:.1f} GiB",
+                    machine["kernel"],
+                    "core 0 / core 1" if machine["pinning"] else "not possible",
+                    " / ".join(str(x) for x in machine["load_at_start"]),
+                ]
+            ],
+        ),
+        "",
+        "The machine is shared: other work may run beside the benchmarks; ratios come from "
+        "measurements taken side by side in the same run (implementations interleaved per round).",
+        "",
+        "## Versions",
+        "",
+        *table(list(versions), [list(versions.values())]),
+        "",
+        "## Goals",
+        "",
+    ]
+    goals: list[Goal] = [goal for section in sections for goal in section.goals]
+    lines += table(
+        ["section", "goal", "measured", "target", "result"],
+        [[g.section, g.goal, g.measured, g.target, _verdict(g.met)] for g in goals],
+    )
+    if skipped:
+        lines += ["", f"Sections not run (`--only`): {', '.join(skipped)}."]
+    by_key = {section.key: section for section in sections}
+    for key in SECTIONS:
+        lines += ["", f"## {TITLES[key]}", ""]
+        section = by_key.get(key)
+        if section is None:
+            lines.append("Not run in this invocation (`--only`).")
+            continue
+        lines += section.lines
+        lines += ["", f"_Section time: {section.seconds:.0f} s._"]
+    if FINDINGS.exists():
+        lines += ["", FINDINGS.read_text().rstrip()]
+    return "\n".join(lines) + "\n"

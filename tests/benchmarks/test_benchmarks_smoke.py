@@ -1,0 +1,59 @@
+"""The benchmark suite runs end to end in quick mode and writes a report with its sections.
+
+Only that it runs and reports is checked here: the figures themselves are never asserted (speed is
+for ``python -m benchmarks``, not for the test suite).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_quick_run_writes_a_report_with_its_sections(tmp_path: Path) -> None:
+    out = tmp_path / "RESULTS.md"
+    completed = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--quick", "--only", "registry", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    report = out.read_text()
+    for heading in (
+        "# Benchmark results",
+        "## Machine",
+        "## Versions",
+        "## Goals",
+        "## 1. Client",
+        "## 2. Upload",
+        "## 3. Receiver",
+        "## 4. Registry",
+        "## 5. End to end",
+    ):
+        assert heading in report, f"{heading!r} missing from the report"
+    assert "--quick --only registry --out" in report  # the command that reproduces it
+    assert "bytes per waiter" in report
+    assert "resolved in" in report  # the registry's goals made it into the goals table
+    assert report.count("Not run in this invocation (`--only`).") == 4
+    for version in ("Python", "aiohttp", "httpx", "redis-py", "asyncsdk"):
+        assert f"| {version} |" in report or f"| {version}" in report
+
+
+def test_an_unknown_section_is_refused_with_the_known_names(tmp_path: Path) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--only", "nosuch", "--out", str(tmp_path / "x.md")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert completed.returncode == 2
+    assert "client, upload, receiver, registry, e2e" in completed.stderr
+    assert not (tmp_path / "x.md").exists()
