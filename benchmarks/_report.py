@@ -11,6 +11,8 @@ from benchmarks._plan import SECTIONS, Plan
 from benchmarks._sections import Goal, Section, table
 
 FINDINGS = Path(__file__).resolve().parent / "FINDINGS.md"
+#: The last soak run (``python -m benchmarks.soak`` writes it); quoted in every report.
+SOAK = Path(__file__).resolve().parent / "SOAK.md"
 TITLES = {
     "client": "1. Client: processes.create / processes.get",
     "upload": "2. Upload: orders.create against raw aiohttp streaming",
@@ -89,6 +91,9 @@ def render(
             continue
         lines += section.lines
         lines += ["", f"_Section time: {section.seconds:.0f} s._"]
+    if SOAK.exists():
+        # Its own title is demoted one level so it sits among the sections.
+        lines += ["", "#" + SOAK.read_text().rstrip()]
     if FINDINGS.exists():
         lines += ["", FINDINGS.read_text().rstrip()]
     return "\n".join(lines) + "\n"
