@@ -40,9 +40,11 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import functools
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final, Generic, TypeAlias, TypeVar
 
@@ -104,6 +106,8 @@ _DOCUMENTED_SLOTS: Final[Mapping[str, tuple[tuple[str, ...], ...]]] = MappingPro
     }
 )
 _CONVENTION_SLOTS: Final = (_SINGLE, _BEFORE_AFTER)
+#: Plans and name look-ups a catalogue snapshot keeps (least recently used dropped first).
+_MEMO_SIZE: Final = 256
 _SHORT_SLOTS: Final[Mapping[str, str]] = MappingProxyType(
     {
         "image": "input-image",
@@ -188,6 +192,7 @@ _SEPARATORS = re.compile(r"[\s_]+")
 _DASHES = re.compile(r"-{2,}")
 
 
+@functools.lru_cache(maxsize=4096)
 def _norm(text: str) -> str:
     """``"Living Room"``, ``"living_room"`` and ``" living-room "`` all become ``"living-room"``."""
     return _DASHES.sub("-", _SEPARATORS.sub("-", text.strip().lower())).strip("-")
@@ -353,6 +358,7 @@ class SlotLayout:
         return slot[len(self.tool) + 1 :]
 
 
+@functools.lru_cache(maxsize=256)
 def input_slots(tool: str) -> SlotLayout:
     """The input slots of ``tool`` by the naming convention (the catalogue API lists none).
 
@@ -381,12 +387,46 @@ class Catalogue:
     widgets: Mapping[str, tuple[Widget, ...]] = attrs.field(
         factory=dict, converter=_freeze_widgets, hash=False
     )
+    # Derived from the two fields above and never changed by them (the snapshot is immutable):
+    # name indexes and the plans of recent requests, kept as long as this snapshot is in use.
+    _index: dict[str, Any] = attrs.field(factory=dict, init=False, eq=False, repr=False)
+    _memo: OrderedDict[Hashable, Any] = attrs.field(
+        factory=OrderedDict, init=False, eq=False, repr=False
+    )
+
+    def _remember(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()`` once per ``key`` among the last ``_MEMO_SIZE`` keys used (errors are
+        raised every time, never kept)."""
+        memo = self._memo
+        try:
+            value: T = memo[key]
+        except KeyError:
+            value = compute()
+            memo[key] = value
+            if len(memo) > _MEMO_SIZE:
+                memo.popitem(last=False)
+            return value
+        memo.move_to_end(key)
+        return value
+
+    def _tool_index(self) -> tuple[dict[str, Tool], dict[str, Tool]]:
+        index: tuple[dict[str, Tool], dict[str, Tool]] | None = self._index.get("tools")
+        if index is None:
+            by_name: dict[str, Tool] = {}
+            for tool in self.tools:
+                by_name.setdefault(_norm(tool.name), tool)
+            index = ({tool.slug: tool for tool in self.tools}, by_name)
+            self._index["tools"] = index
+        return index
 
     # -- tools
 
     def find_tool(self, name: str) -> Tool | None:
         """The tool ``name`` means: its slug, an alias, the slug without ``tool-``, or its name."""
-        by_slug = {tool.slug: tool for tool in self.tools}
+        return self._remember(("tool", name), lambda: self._find_tool(name))
+
+    def _find_tool(self, name: str) -> Tool | None:
+        by_slug, by_name = self._tool_index()
         wanted = name.strip()
         normalised = _norm(wanted)
         candidates = [wanted, normalised]
@@ -396,10 +436,7 @@ class Catalogue:
             for spelling in _aliases(candidate):
                 if spelling in by_slug:
                     return by_slug[spelling]
-        for tool in self.tools:
-            if _norm(tool.name) == normalised:
-                return tool
-        return None
+        return by_name.get(normalised)
 
     def tool(self, name: str) -> Tool:
         """The tool ``name`` means, or :class:`UnknownToolError` with a did-you-mean."""
@@ -979,13 +1016,30 @@ def plan_process(
         listed = catalogue.active_tool(tool)
         slug = listed.slug
         asset_ids = _plan_inputs(slug, asset_map, inputs, order_assets, check=True)
-        selections = _plan_widgets_checked(catalogue, slug, entries)
+        key = ("checked", slug, tuple(entries))
+        selections = catalogue._remember(
+            key, lambda: _plan_widgets_checked(catalogue, slug, entries)
+        )
         return PreparedProcess(tool=slug, asset_map=asset_ids, widgets=selections, validated=True)
     found = catalogue.find_tool(tool) if catalogue is not None else None
     slug = found.slug if found is not None else tool.strip()
     asset_ids = _plan_inputs(slug, asset_map, inputs, order_assets, check=False)
-    selections = _plan_widgets_unchecked(catalogue, slug, entries)
+    if catalogue is None:
+        selections = _plan_by_convention(slug, tuple(entries))
+    else:
+        selections = catalogue._remember(
+            ("unchecked", slug, tuple(entries)),
+            lambda: _plan_widgets_unchecked(catalogue, slug, entries),
+        )
     return PreparedProcess(tool=slug, asset_map=asset_ids, widgets=selections, validated=False)
+
+
+@functools.lru_cache(maxsize=_MEMO_SIZE)
+def _plan_by_convention(
+    tool: str, entries: tuple[tuple[str, tuple[str, ...]], ...]
+) -> tuple[WidgetSelection, ...]:
+    """:func:`_plan_widgets_unchecked` without a catalogue (pure, so kept per arguments)."""
+    return _plan_widgets_unchecked(None, tool, list(entries))
 
 
 # ----------------------------------------------------------------------------------------- cache
@@ -1021,6 +1075,9 @@ class CatalogueCache:
     _tools: _Slot[tuple[Tool, ...]] = attrs.field(factory=_Slot, init=False)
     _widgets: dict[str, _Slot[tuple[Widget, ...]]] = attrs.field(factory=dict, init=False)
     _tasks: set[asyncio.Task[Any]] = attrs.field(factory=set, init=False)
+    # The snapshots handed out last, reused while the fetched values they hold are current, so
+    # their indexes and remembered plans live as long as one fetch of the catalogue.
+    _snapshots: dict[str | None, Catalogue] = attrs.field(factory=dict, init=False)
 
     def __attrs_post_init__(self) -> None:
         if not self.ttl > 0:
@@ -1047,16 +1104,46 @@ class CatalogueCache:
 
     def peek(self) -> Catalogue | None:
         """What is cached now, fresh or stale, without fetching; ``None`` before the first fetch."""
-        if self._tools.value is None:
+        tools = self._tools.value
+        if tools is None:
             return None
         widgets = {slug: s.value for slug, s in self._widgets.items() if s.value is not None}
-        return Catalogue(tools=self._tools.value, widgets=widgets)
+        known = self._snapshots.get("")
+        if (
+            known is not None
+            and known.tools is tools
+            and len(known.widgets) == len(widgets)
+            and all(known.widgets.get(slug) is value for slug, value in widgets.items())
+        ):
+            return known
+        snapshot = self._snapshots[""] = Catalogue(tools=tools, widgets=widgets)
+        return snapshot
+
+    def _snapshot(
+        self,
+        tools: tuple[Tool, ...],
+        slug: str | None = None,
+        widgets: tuple[Widget, ...] | None = None,
+    ) -> Catalogue:
+        """The tool list, with the widgets of ``slug`` when given: the same object while the
+        fetched values are the same."""
+        known = self._snapshots.get(slug)
+        if (
+            known is not None
+            and known.tools is tools
+            and (slug is None or known.widgets.get(slug) is widgets)
+        ):
+            return known
+        mapping = {} if slug is None or widgets is None else {slug: widgets}
+        snapshot = self._snapshots[slug] = Catalogue(tools=tools, widgets=mapping)
+        return snapshot
 
     def invalidate(self, tool: str | None = None) -> None:
         """Forget the cached catalogue (or one tool's widgets); the next use fetches again.
 
         A fetch already in flight finishes for its callers but its answer is not kept.
         """
+        self._snapshots.clear()
         if tool is None:
             self._tools = _Slot()
             self._widgets.clear()
@@ -1145,9 +1232,9 @@ async def prepare_process(
             validate=False,
         )
     tools = await cache.tools()
-    listed = Catalogue(tools=tools).active_tool(tool)
+    listed = cache._snapshot(tools).active_tool(tool)
     tool_widgets = await cache.widgets(listed.slug)
-    catalogue = Catalogue(tools=tools, widgets={listed.slug: tool_widgets})
+    catalogue = cache._snapshot(tools, listed.slug, tool_widgets)
     return plan_process(
         catalogue,
         tool=listed.slug,

@@ -43,7 +43,14 @@ from asyncsdk._models import Asset, AssetRole, CreatedProcesses, Process, Result
 from asyncsdk._resources import V1, Core, Orders, Processes, Projects, Tools, check_widgets_arg
 from asyncsdk._sansio import ApiKey, RetryPolicy, Timeout, require_text
 from asyncsdk._transport import Transport
-from asyncsdk._uploads import Upload, UploadSource, check_roles, sniff_image_type, to_upload
+from asyncsdk._uploads import (
+    MAX_UPLOAD_BYTES,
+    Upload,
+    UploadSource,
+    check_roles,
+    sniff_image_type,
+    to_upload,
+)
 from asyncsdk._waiter import ResultWaiter
 
 __all__ = ["ENV_API_KEY", "ENV_APP_URL", "ENV_BASE_URL", "Client", "ClientSettings"]
@@ -90,6 +97,7 @@ class ClientSettings:
     strict: bool
     validate: bool = True
     catalogue_ttl: float = 300.0
+    max_upload_bytes: int = MAX_UPLOAD_BYTES
 
     @classmethod
     def resolve(
@@ -106,6 +114,7 @@ class ClientSettings:
         strict: bool = False,
         validate: bool = True,
         catalogue_ttl: float = 300.0,
+        max_upload_bytes: int = MAX_UPLOAD_BYTES,
         environ: Mapping[str, str] | None = None,
     ) -> ClientSettings:
         """Arguments first, then the environment; ``ConfigurationError`` names what is missing."""
@@ -167,6 +176,15 @@ class ClientSettings:
             raise ConfigurationError(
                 f"catalogue_ttl must be a number of seconds > 0, not {catalogue_ttl!r}"
             )
+        if (
+            isinstance(max_upload_bytes, bool)
+            or not isinstance(max_upload_bytes, int)
+            or max_upload_bytes < 1
+        ):
+            raise ConfigurationError(
+                "max_upload_bytes must be a positive int (bytes per file; the service accepts "
+                f"{MAX_UPLOAD_BYTES} by default), not {max_upload_bytes!r}"
+            )
         return cls(
             api_key=ApiKey(key),
             base_url=resolved_base,
@@ -179,6 +197,7 @@ class ClientSettings:
             strict=strict,
             validate=validate,
             catalogue_ttl=float(catalogue_ttl),
+            max_upload_bytes=max_upload_bytes,
         )
 
 
@@ -206,6 +225,10 @@ class Client:
     is sent; each call may override it with ``validate=``.  ``client.catalogue`` is the
     :class:`~asyncsdk.CatalogueCache` it uses: fetched on first use, shared by concurrent calls,
     refreshed after ``catalogue_ttl`` seconds (``client.catalogue.invalidate()`` forgets it).
+
+    ``max_upload_bytes`` is the size limit per uploaded file (default ``MAX_UPLOAD_BYTES``, the
+    service's 50 MB), checked before anything is sent and while a stream is read; raise it only
+    for a deployment of the service that accepts larger files.
     """
 
     def __init__(
@@ -227,6 +250,7 @@ class Client:
         max_retry_after: float = 60.0,
         validate: bool = True,
         catalogue_ttl: float = 300.0,
+        max_upload_bytes: int = MAX_UPLOAD_BYTES,
     ) -> None:
         # Mask the key before anything can raise: a traceback rendered with the locals of each
         # frame (capture_locals, error trackers) would otherwise show it, and os.environ too.
@@ -251,6 +275,7 @@ class Client:
                 strict=strict,
                 validate=validate,
                 catalogue_ttl=catalogue_ttl,
+                max_upload_bytes=max_upload_bytes,
             )
         except ConfigurationError as exc:
             raise exc.with_traceback(None) from None  # the frames of resolve() hold the key
@@ -277,6 +302,7 @@ class Client:
             role_field=self.settings.role_field,
             min_poll_interval=self.settings.min_poll_interval,
             generation_limit=generation_limit,
+            max_upload_bytes=self.settings.max_upload_bytes,
         )
         self.projects = Projects(core)
         self.orders = Orders(core)

@@ -61,7 +61,14 @@ from asyncsdk._sansio import (
     require_text,
 )
 from asyncsdk._transport import Transport
-from asyncsdk._uploads import Upload, UploadSource, build_form, check_roles, to_upload
+from asyncsdk._uploads import (
+    MAX_UPLOAD_BYTES,
+    Upload,
+    UploadSource,
+    build_form,
+    check_roles,
+    to_upload,
+)
 from asyncsdk._waiter import ResultWaiter
 
 __all__ = [
@@ -97,10 +104,21 @@ class Core:
     role_field: str
     min_poll_interval: float
     generation_limit: GenerationLimit | None = None
+    max_upload_bytes: int = MAX_UPLOAD_BYTES
+    _fixed_urls: dict[tuple[str, ...], URL] = attrs.field(
+        factory=dict, init=False, eq=False, repr=False
+    )
 
     def url(self, *segments: str, params: Mapping[str, str] | None = None) -> URL:
         url = endpoint(self.base_url, *segments)
         return url.with_query(params) if params else url
+
+    def fixed_url(self, *segments: str) -> URL:
+        """:meth:`url` of a constant endpoint (no ids in it), built once."""
+        url = self._fixed_urls.get(segments)
+        if url is None:
+            url = self._fixed_urls[segments] = endpoint(self.base_url, *segments)
+        return url
 
     async def send(
         self, request: Request, decode: Callable[[Any], T], timeout: TimeoutArg = None
@@ -218,7 +236,7 @@ class Projects:
         """Create a project for the property at ``address``."""
         require_text(address, "address")
         request = Request(
-            method="POST", url=self._core.url("v3", "project"), json={"address": address}
+            method="POST", url=self._core.fixed_url("v3", "project"), json={"address": address}
         )
         return await self._core.send(request, _model(self._core.converter, Project), timeout)
 
@@ -343,8 +361,12 @@ class Orders:
             [] if project_id is None else [("project_id", require_text(project_id, "project_id"))]
         )
         fields += [(self._core.role_field, upload.role) for upload in uploads]
-        form = await build_form(fields, [("asset_file", upload) for upload in uploads])
-        request = Request(method="POST", url=self._core.url("v3", "order"), form=form)
+        form = await build_form(
+            fields,
+            [("asset_file", upload) for upload in uploads],
+            max_bytes=self._core.max_upload_bytes,
+        )
+        request = Request(method="POST", url=self._core.fixed_url("v3", "order"), form=form)
         return await self._core.send(request, _model(self._core.converter, CreatedOrder), timeout)
 
     async def append_mask(
@@ -361,7 +383,9 @@ class Orders:
             [] if project_id is None else [("project_id", require_text(project_id, "project_id"))]
         )
         fields += [("asset_role", AssetRole.MASK), ("asset_type", AssetRole.MASK)]
-        form = await build_form(fields, [("asset_file", to_upload(mask))])
+        form = await build_form(
+            fields, [("asset_file", to_upload(mask))], max_bytes=self._core.max_upload_bytes
+        )
         url = self._core.url("v3", "order", order_id, "append")
         request = Request(method="POST", url=url, form=form)
         return await self._core.send(request, self._appended(order_id), timeout)
@@ -488,6 +512,23 @@ def check_widgets_arg(widgets: WidgetsArg | None) -> None:
         _check_wire_entry(index, entry)
 
 
+def _wire_widgets(selections: Sequence[WidgetSelection]) -> list[dict[str, Any]]:
+    """The ``widgets`` array of planned selections, checked as :func:`check_widgets` checks it
+    (with its messages) without building each entry twice."""
+    body: list[dict[str, Any]] = []
+    for index, selection in enumerate(selections):
+        slug, items = selection.slug, selection.item_slugs
+        entry = {"slug": slug, "item_slugs": list(items)}
+        if (
+            not isinstance(slug, str)
+            or not slug
+            or not all(isinstance(item, str) and item for item in items)
+        ):
+            entry = _check_wire_entry(index, entry)  # raises the message of check_widgets
+        body.append(entry)
+    return body
+
+
 def _check_asset_map(tool: str, asset_map: Mapping[str, str]) -> None:
     if not isinstance(asset_map, Mapping) or not asset_map:
         raise ValidationError(
@@ -533,17 +574,19 @@ class Processes:
         order_id: str,
         tool: str,
         asset_map: Mapping[str, str],
-        widgets: Sequence[Mapping[str, Any]] | None,
+        widgets: Sequence[WidgetSelection],
         process_group_id: str | None,
     ) -> dict[str, Any]:
         """The JSON body of process creation, checked for shape (the one place it is built)."""
         require_text(order_id, "order_id")
         require_text(tool, "tool")
         _check_asset_map(tool, asset_map)
-        body: dict[str, Any] = {"order_id": order_id, "tool": tool, "asset_map": dict(asset_map)}
-        selected = check_widgets(widgets)
-        if selected is not None:
-            body["widgets"] = selected
+        body: dict[str, Any] = {
+            "order_id": order_id,
+            "tool": tool,
+            "asset_map": dict(asset_map),
+            "widgets": _wire_widgets(widgets),
+        }
         if process_group_id is not None:
             body["process_group_id"] = require_text(process_group_id, "process_group_id")
         return body
@@ -640,12 +683,12 @@ class Processes:
             order_id,
             prepared.tool,
             prepared.asset_map,
-            prepared.widgets_json(),
+            prepared.widgets,
             process_group_id,
         )
         if self._core.generation_limit is not None:
             await self._core.generation_limit.acquire()
-        request = Request(method="POST", url=self._core.url("v3", "process"), json=body)
+        request = Request(method="POST", url=self._core.fixed_url("v3", "process"), json=body)
         return await self._core.send(
             request, _model(self._core.converter, CreatedProcesses), timeout
         )
@@ -800,8 +843,14 @@ class V1:
     ) -> V1Upload:
         """Upload one image for a V1 service (``service-ai-virtual-staging`` style name)."""
         require_text(service_name, "service_name")
-        form = await build_form([("service_name", service_name)], [("image", to_upload(image))])
-        request = Request(method="POST", url=self._core.url("v1", "order", "image"), form=form)
+        form = await build_form(
+            [("service_name", service_name)],
+            [("image", to_upload(image))],
+            max_bytes=self._core.max_upload_bytes,
+        )
+        request = Request(
+            method="POST", url=self._core.fixed_url("v1", "order", "image"), form=form
+        )
         return await self._core.send(request, _model(self._core.converter, V1Upload), timeout)
 
     async def submit_order(

@@ -14,11 +14,11 @@ the in-flight limit, and closes it in :meth:`Transport.close`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 import time
 from collections.abc import AsyncIterable, Awaitable, Callable, Mapping
+from types import MappingProxyType
 from typing import Any, Final, TypeVar
 
 import aiohttp
@@ -50,6 +50,10 @@ _log = logging.getLogger("asyncsdk")
 
 #: What a network attempt may raise instead of answering: aiohttp's errors, OS errors, a timeout.
 _NETWORK_ERRORS: Final = (aiohttp.ClientError, OSError, TimeoutError)
+#: The headers of every request to the service (the API key is added per request).
+_HEADERS: Final = MappingProxyType({"Accept": "application/json", "User-Agent": USER_AGENT})
+#: How many distinct ``Timeout`` values keep their aiohttp ``ClientTimeout``.
+_TIMEOUTS_KEPT: Final = 64
 
 
 @attrs.frozen
@@ -145,6 +149,7 @@ class Transport:
         self._slots = asyncio.Semaphore(_slots_for(session, max_in_flight))
         self._rand = rand
         self._closed = False
+        self._client_timeouts: dict[Timeout, aiohttp.ClientTimeout] = {}
 
     def __repr__(self) -> str:
         return f"<Transport max_in_flight={self._max_in_flight} closed={self._closed}>"
@@ -299,11 +304,20 @@ class Transport:
                 _drop_tracebacks(exc)
                 raise error from exc
 
-    def _headers(self, request: Request) -> dict[str, str]:
-        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+    def _headers(self, request: Request) -> Mapping[str, str]:
         if request.authenticated:
-            headers["x-api-key"] = self._api_key.reveal()
-        return headers
+            return {**_HEADERS, "x-api-key": self._api_key.reveal()}
+        return _HEADERS
+
+    def _client_timeout(self, limits: Timeout) -> aiohttp.ClientTimeout:
+        """aiohttp's side of ``limits`` (connecting only; ``total`` is ours), built once each."""
+        found = self._client_timeouts.get(limits)
+        if found is None:
+            if len(self._client_timeouts) >= _TIMEOUTS_KEPT:
+                self._client_timeouts.clear()
+            found = aiohttp.ClientTimeout(total=None, sock_connect=limits.connect)
+            self._client_timeouts[limits] = found
+        return found
 
     async def _attempt(self, request: Request, limits: Timeout) -> _Answer:
         # The headers are built in the call so no local variable of this frame holds the key.
@@ -311,22 +325,31 @@ class Transport:
         # instead of failing for want of a connection.
         async with self._slots:
             session = self._session_in_use()
-            async with contextlib.AsyncExitStack() as stack:
-                data: aiohttp.MultipartWriter | None = None
-                if request.form is not None:
-                    data = await stack.enter_async_context(request.form.open())
-                async with (
-                    asyncio.timeout(limits.total),
-                    session.request(
-                        request.method,
-                        request.url,
-                        json=request.json,
-                        data=data,
-                        headers=self._headers(request),
-                        timeout=aiohttp.ClientTimeout(total=None, sock_connect=limits.connect),
-                        allow_redirects=False,
-                        raise_for_status=False,
-                    ) as response,
-                ):
-                    body = await response.read()
-                    return _Answer(response.status, response.headers, body)
+            if request.form is None:
+                return await self._exchange(session, request, limits, None)
+            async with request.form.open() as data:
+                return await self._exchange(session, request, limits, data)
+
+    async def _exchange(
+        self,
+        session: aiohttp.ClientSession,
+        request: Request,
+        limits: Timeout,
+        data: aiohttp.MultipartWriter | None,
+    ) -> _Answer:
+        # As in _attempt: the headers are built in the call, never held by a local variable.
+        async with (
+            asyncio.timeout(limits.total),
+            session.request(
+                request.method,
+                request.url,
+                json=request.json,
+                data=data,
+                headers=self._headers(request),
+                timeout=self._client_timeout(limits),
+                allow_redirects=False,
+                raise_for_status=False,
+            ) as response,
+        ):
+            body = await response.read()
+            return _Answer(response.status, response.headers, body)

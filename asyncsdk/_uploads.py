@@ -45,8 +45,8 @@ __all__ = [
     "to_upload",
 ]
 
-#: Bytes read from a file and written to the socket at a time.
-CHUNK_SIZE: Final = 64 * 1024
+#: Bytes read from a file (in one trip to a worker thread) and written to the socket at a time.
+CHUNK_SIZE: Final = 256 * 1024
 #: The service's limit per file: 50 MB.
 MAX_UPLOAD_BYTES: Final = 50 * 1024 * 1024
 #: File name extensions the service accepts, with the content type each is sent as.
@@ -254,11 +254,21 @@ def _read_head(file: BinaryIO) -> bytes:
     return head
 
 
-async def _read_off_loop(file: BinaryIO, size: int, display: str) -> bytes:
+async def _read_off_loop(
+    file: BinaryIO, size: int, display: str, *, start: int | None = None
+) -> bytes:
+    """Read up to ``size`` bytes in a worker thread, seeking to ``start`` first when given."""
     try:
+        if start is not None:
+            return await asyncio.to_thread(_read_chunk_at, file, start, size)
         return await asyncio.to_thread(_read_chunk, file, size)
     except (OSError, ValueError, TypeError) as exc:
         raise UploadError(f"cannot read {display}: {exc}", filename=display) from exc
+
+
+def _read_chunk_at(file: BinaryIO, start: int, size: int) -> bytes:
+    file.seek(start)
+    return _read_chunk(file, size)
 
 
 def _read_chunk(file: BinaryIO, size: int) -> bytes:
@@ -293,12 +303,12 @@ class _FilePayload(aiohttp.payload.Payload):
         remaining = size if content_length is None else min(size, content_length)
         display = self._owner.display
         try:
-            try:
-                await asyncio.to_thread(self._file.seek, self._start)
-            except (OSError, ValueError) as exc:
-                raise UploadError(f"cannot read {display}: {exc}", filename=display) from exc
+            start: int | None = self._start  # the first read seeks there in the same thread trip
             while remaining > 0:
-                chunk = await _read_off_loop(self._file, min(CHUNK_SIZE, remaining), display)
+                chunk = await _read_off_loop(
+                    self._file, min(CHUNK_SIZE, remaining), display, start=start
+                )
+                start = None
                 if not chunk:
                     raise UploadError(
                         f"{display} became shorter while it was being sent; "
@@ -335,8 +345,9 @@ class PreparedFile:
     async def payload(self, stack: contextlib.AsyncExitStack) -> aiohttp.payload.Payload:
         """A fresh payload for one attempt; resources it opens are closed by ``stack``."""
         if self.kind == "bytes":
-            return aiohttp.payload.BytesPayload(
-                bytes(self.source), content_type=self.content_type, filename=self.filename
+            # Written in chunks: a large bytes body sent in one write would stall the loop.
+            return aiohttp.payload.BytesIOPayload(
+                io.BytesIO(self.source), content_type=self.content_type, filename=self.filename
             )
         if self.kind == "path":
             file, size = await asyncio.to_thread(_open_path, self.source, self.display)

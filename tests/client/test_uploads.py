@@ -10,9 +10,17 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from asyncsdk import MAX_UPLOAD_BYTES, Client, RateLimitError, Upload, UploadError
+from asyncsdk import (
+    MAX_UPLOAD_BYTES,
+    Client,
+    ConfigurationError,
+    RateLimitError,
+    Upload,
+    UploadError,
+)
 
 from ._fake import JPEG, PNG, WEBP, FakeService, Reply, created_order_json
+from .conftest import MakeClient
 
 CREATED = Reply(status=201, json=created_order_json())
 
@@ -258,3 +266,24 @@ def test_bad_sources_are_refused_at_once() -> None:
         Upload(42)  # type: ignore[arg-type]
     assert "bytes" in repr(Upload(JPEG))  # the repr does not dump the whole file
     assert len(repr(Upload(JPEG * 1000))) < 200
+
+
+async def test_max_upload_bytes_sets_the_per_file_limit(
+    fake: FakeService, make_client: MakeClient
+) -> None:
+    fake.script("POST", "/v3/order", CREATED)
+    small = make_client(max_upload_bytes=1000)
+    with pytest.raises(UploadError, match=r"image #1 \(bytes\).*at most .*\(1000 bytes\) per file"):
+        await small.orders.create(JPEG + bytes(2000))
+    assert fake.seen == []
+
+    roomy = make_client(max_upload_bytes=MAX_UPLOAD_BYTES * 2)
+    big = JPEG + bytes(MAX_UPLOAD_BYTES + 10 - len(JPEG))
+    assert (await roomy.orders.create(big)).order_id == "o1"
+    assert len(fake.seen) == 1
+
+
+@pytest.mark.parametrize("value", [0, -1, True, 1.5])
+def test_max_upload_bytes_must_be_a_positive_whole_number(value: object) -> None:
+    with pytest.raises(ConfigurationError, match="max_upload_bytes"):
+        Client(api_key="sk_test_x", base_url="http://127.0.0.1:9", max_upload_bytes=value)  # type: ignore[arg-type]
