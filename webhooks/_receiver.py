@@ -21,17 +21,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, TypeVar
 
 from aiohttp import hdrs, web
 from aiohttp.web_log import AccessLogger
+from multidict import CIMultiDictProxy
 
 from asyncsdk._errors import ConfigurationError
 from asyncsdk._models import ProcessCompleted
 from webhooks._fetchback import ProcessClient
+from webhooks._memory import MemoryInbox
 from webhooks._metrics import Metrics
 from webhooks._parse import Ignored, Parsed, Rejection, check_content_type, parse_body
 from webhooks._store import Inbox, InboxEntry, RegistrySink, ResultSink
@@ -46,6 +49,41 @@ H = TypeVar("H", bound=Handler)
 ProcessFilter = Callable[[str], Awaitable[bool]]
 
 _READ_CHUNK: Final = 64 * 1024
+_JSON_HEADERS: Final = {hdrs.CONTENT_TYPE: "application/json; charset=utf-8"}
+_OK_BODIES: Final = {
+    status: json.dumps({"status": status}).encode()
+    for status in ("accepted", "duplicate", "ignored")
+}
+
+
+class _LowerHeaders(Mapping[str, str]):
+    """The request's headers as a verifier sees them: lower-case keys, the first value of each.
+
+    A view over aiohttp's case-insensitive headers, so nothing is copied per request.
+    """
+
+    __slots__ = ("_headers",)
+
+    def __init__(self, headers: CIMultiDictProxy[str]) -> None:
+        self._headers = headers
+
+    def __getitem__(self, key: str) -> str:
+        return self._headers[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._headers.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._headers
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys(key.lower() for key in self._headers))
+
+    def __len__(self) -> int:
+        return len({key.lower() for key in self._headers})
+
+    def __repr__(self) -> str:
+        return f"<headers {list(self)!r}>"
 
 
 def _names(value: str | Iterable[str] | None, what: str) -> frozenset[str] | None:
@@ -322,9 +360,21 @@ class WebhookReceiver:
 
     def _ok(self, status: str, started: float) -> web.Response:
         self.metrics.ack_latency.observe(time.perf_counter() - started)
-        return web.json_response({"status": status})
+        return web.Response(body=_OK_BODIES[status], headers=_JSON_HEADERS)
 
     async def _read_body(self, request: web.Request) -> bytes | Rejection:
+        content = request.content
+        if content.is_eof():
+            # The whole body is buffered already: nothing to wait for, so no timer.
+            try:
+                body = content.read_nowait()
+            except (OSError, ValueError, web.HTTPException, web.RequestPayloadError) as exc:
+                return Rejection(400, "bad_body", f"could not read the body: {type(exc).__name__}")
+            if len(body) > self.max_body:
+                return Rejection(
+                    413, "too_large", f"body exceeds {self.max_body} bytes; send one event"
+                )
+            return body
         chunks: list[bytes] = []
         size = 0
         try:
@@ -366,7 +416,7 @@ class WebhookReceiver:
             return self._refuse(body)
 
         delivery = Delivery(
-            headers={key.lower(): value for key, value in reversed(list(request.headers.items()))},
+            headers=_LowerHeaders(request.headers),
             path_params=dict(request.match_info),
             body=body,
         )
@@ -398,6 +448,14 @@ class WebhookReceiver:
         return await self._store(event, body, started)
 
     async def _store(self, event: ProcessCompleted, body: bytes, started: float) -> web.Response:
+        if type(self.inbox) is MemoryInbox:
+            # Its put never suspends, so neither a disconnect nor a timeout can interrupt it.
+            try:
+                stored = await self.inbox.put(event, body)
+            except Exception as exc:
+                logger.warning("the webhook inbox failed to store an event: %s", exc)
+                return self._unavailable("store_unavailable", "the event store is unavailable")
+            return self._stored(stored, started)
         task = asyncio.ensure_future(self.inbox.put(event, body))
         self._puts.add(task)
         task.add_done_callback(self._puts.discard)
@@ -412,6 +470,9 @@ class WebhookReceiver:
         except Exception as exc:
             logger.warning("the webhook inbox failed to store an event: %s", exc)
             return self._unavailable("store_unavailable", "the event store is unavailable")
+        return self._stored(stored, started)
+
+    def _stored(self, stored: bool, started: float) -> web.Response:
         if stored:
             self.metrics.accepted += 1
             self._pool.stored()

@@ -34,7 +34,7 @@ import math
 from collections import deque
 from collections.abc import Callable, Iterable
 from types import TracebackType
-from typing import Final, Self
+from typing import Any, Final, Self
 
 import attrs
 
@@ -128,7 +128,7 @@ def _futures(entry: _Waiter | set[_Waiter]) -> Iterable[_Waiter]:
     return entry if isinstance(entry, set) else (entry,)
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, on_setattr=attrs.setters.NO_OP)
 class Registry:
     """Coroutines wait for a process's ``process.completed`` event; the receiver resolves it.
 
@@ -159,6 +159,14 @@ class Registry:
     # Called when a process id gets its first waiter, after that waiter is enrolled (so whatever
     # the hook starts may resolve it).  The Redis registry schedules a read of the result key here.
     _on_new_id: Callable[[str], None] | None = attrs.field(default=None, init=False)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # Only the public options are validated on assignment; attrs' generated __setattr__
+        # would cost every internal write on the resolve path several times as much.
+        if name in _VALIDATED_ON_SET:
+            check, attribute = _VALIDATED_ON_SET[name]
+            check(self, attribute, value)
+        object.__setattr__(self, name, value)
 
     # -- ResultWaiter -------------------------------------------------------------------------
 
@@ -368,6 +376,12 @@ class Registry:
                 return
             self._drop_oldest()
         self._kept = {}  # all expired: give the table's memory back
+
+
+_VALIDATED_ON_SET: Final[dict[str, tuple[Callable[[Any, Any, Any], None], Any]]] = {
+    "keep_for": (_check_keep_for, attrs.fields(Registry).keep_for),
+    "max_kept": (_check_max_kept, attrs.fields(Registry).max_kept),
+}
 
 
 def _closed_error(process_id: str) -> RegistryClosedError:

@@ -81,7 +81,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 import attrs
 
 from asyncsdk._convert import make_converter
-from asyncsdk._models import ProcessCompleted
+from asyncsdk._models import ProcessCompleted, ResultAsset
 
 __all__ = [
     "DEFAULT_CLAIM_TIMEOUT",
@@ -211,12 +211,35 @@ def dedup_key_text(event: ProcessCompleted) -> str:
     return json.dumps(list(event.dedup_key), separators=(",", ":"), ensure_ascii=False)
 
 
+_EVENT_FIELDS: Final = ("event", "process_id", "order_id", "tool", "status")
+_ASSET_FIELDS: Final = ("asset_id", "src", "thumbnail_src", "asset_type", "asset_role")
+
+
 def encode_event(event: ProcessCompleted) -> bytes:
     """The storage form of an event (compact JSON, the model's own field names)."""
-    data: dict[str, Any] = _CONVERTER.unstructure(event)
+    data: dict[str, Any] = {name: getattr(event, name) for name in _EVENT_FIELDS}
+    data["final_assets"] = [
+        {name: getattr(asset, name) for name in _ASSET_FIELDS} for asset in event.final_assets
+    ]
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def decode_event(data: bytes | str) -> ProcessCompleted:
     """Inverse of :func:`encode_event`."""
-    return _CONVERTER.structure(json.loads(data), ProcessCompleted)
+    value = json.loads(data)
+    try:
+        # The form encode_event writes, built directly; anything else goes through the converter.
+        if value.keys() == _EVENT_KEYS and all(
+            asset.keys() == _ASSET_KEYS for asset in value["final_assets"]
+        ):
+            return ProcessCompleted(
+                **{name: value[name] for name in _EVENT_FIELDS},
+                final_assets=tuple(ResultAsset(**asset) for asset in value["final_assets"]),
+            )
+    except (AttributeError, TypeError):
+        pass
+    return _CONVERTER.structure(value, ProcessCompleted)
+
+
+_EVENT_KEYS: Final = frozenset((*_EVENT_FIELDS, "final_assets"))
+_ASSET_KEYS: Final = frozenset(_ASSET_FIELDS)

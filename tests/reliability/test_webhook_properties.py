@@ -151,6 +151,7 @@ def broken_events(draw: st.DrawFn) -> dict[str, Any]:
             kind == "asset"
             and isinstance(event.get("final_assets"), list)
             and event["final_assets"]
+            and isinstance(event["final_assets"][0], dict)
         ):
             field = draw(st.sampled_from(ASSET_STRINGS))
             event["final_assets"][0][field] = draw(json_values)

@@ -64,6 +64,10 @@ def _whole_seconds(seconds: float) -> int:
     return max(1, math.ceil(seconds))
 
 
+# A script call waiting for the next pipeline: script name, keys, args, and the caller's answer.
+_Queued = tuple[str, list[str], list[Any], "asyncio.Future[Any]"]
+
+
 @attrs.define(eq=False)
 class RedisInbox:
     """An :class:`~webhooks.Inbox` on Redis Streams, shared by every process using the same prefix.
@@ -96,6 +100,9 @@ class RedisInbox:
     _scripts: dict[str, AsyncScript] = attrs.field(init=False, factory=dict)
     _closed: bool = attrs.field(default=False, init=False)
     _next_prune: float = attrs.field(default=0.0, init=False)
+    # Puts and acks waiting for the next pipeline, and the task sending them (see put).
+    _queue: list[_Queued] = attrs.field(factory=list, init=False)
+    _sender: asyncio.Task[None] | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
         require_redis()
@@ -126,9 +133,14 @@ class RedisInbox:
     # -- the Inbox contract -----------------------------------------------------------------
 
     async def put(self, event: ProcessCompleted, raw: bytes) -> bool:
-        """Claim the event's dedup key and append it to the stream, in one script."""
+        """Claim the event's dedup key and append it to the stream, in one script.
+
+        Puts made while an earlier batch is on the wire (or in the same turn of the event loop)
+        go out together in one pipeline; each script still runs atomically on its own, and each
+        caller gets its own script's answer.
+        """
         dedup = dedup_key_text(event)
-        entry_id = await self._run(
+        entry_id = await self._batched(
             "PUT",
             [*self._keys.keys, self._keys.dedup(dedup)],
             [self._ttl, encode_event(event), bytes(raw), repr(time.time()), dedup],
@@ -164,9 +176,9 @@ class RedisInbox:
 
     async def ack(self, entry_id: str) -> None:
         if _scripts.is_entry_id(entry_id):
-            await self._run(
+            await self._batched(
                 "ACK",
-                self._keys.keys,
+                list(self._keys.keys),
                 [_scripts.GROUP, entry_id, self._keys.dedup_prefix, self._ttl],
             )
 
@@ -247,6 +259,70 @@ class RedisInbox:
             InboxUnavailableError, InboxError, f"inbox {name.lower()}", self._redis
         ):
             return await self._scripts[name](keys=list(keys), args=list(args))
+
+    async def _batched(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        """Run one script in the next pipeline; calls made while one is on the wire (or in the
+        same turn of the event loop) share a round trip, each script still atomic on its own."""
+        self._check_open()
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[Any] = loop.create_future()
+        self._queue.append((name, keys, args, answer))
+        if self._sender is None:
+            self._sender = loop.create_task(self._send(), name="webhooks-redis-inbox-send")
+        with translate_errors(
+            InboxUnavailableError, InboxError, f"inbox {name.lower()}", self._redis
+        ):
+            return await answer
+
+    async def _send(self) -> None:
+        batch: list[_Queued] = []
+        try:
+            while self._queue:
+                batch, self._queue = self._queue, []
+                await self._pipeline(batch)
+        finally:
+            self._sender = None
+            for *_, answer in (*batch, *self._queue):
+                if not answer.done():
+                    answer.set_exception(
+                        InboxUnavailableError("the Redis inbox call was cancelled")
+                    )
+            self._queue = []
+
+    async def _pipeline(self, batch: list[_Queued]) -> None:
+        from redis.exceptions import NoScriptError
+
+        todo = batch
+        for _ in range(2):  # the second pass after loading the script into a restarted server
+            try:
+                async with self._redis.pipeline(transaction=False) as pipe:
+                    for name, keys, args, _answer in todo:
+                        pipe.evalsha(self._scripts[name].sha, len(keys), *keys, *args)
+                    results = await pipe.execute(raise_on_error=False)
+                missing: list[_Queued] = []
+                for call, result in zip(todo, results, strict=True):
+                    answer = call[3]
+                    if isinstance(result, NoScriptError):
+                        missing.append(call)
+                    elif answer.done():
+                        pass  # the caller was cancelled; the script ran all the same
+                    elif isinstance(result, BaseException):
+                        answer.set_exception(result)
+                    else:
+                        answer.set_result(result)
+                if not missing:
+                    return
+                todo = missing
+                for name in {call[0] for call in missing}:
+                    await self._redis.script_load(self._scripts[name].script)
+            except Exception as exc:  # handed to every caller in the batch
+                for *_, answer in todo:
+                    if not answer.done():
+                        answer.set_exception(exc)
+                return
+        for *_, answer in todo:
+            if not answer.done():
+                answer.set_exception(InboxError("inbox: Redis keeps forgetting the inbox scripts"))
 
     async def _maybe_prune(self) -> None:
         now = asyncio.get_running_loop().time()

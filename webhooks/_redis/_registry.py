@@ -61,6 +61,8 @@ _READ_CHUNK: Final = 1000
 _LOCAL_KEEP_FOR: Final = 30.0
 """Seconds an event heard on the channel is kept in memory (covers a read racing a publish)."""
 _MAX_BACKOFF: Final = 5.0
+_PUBSUB_CLOSE_TIMEOUT: Final = 2.0
+"""Seconds a subscription gets to close before its connection is dropped without waiting."""
 
 
 def _check_seconds(_: object, attribute: attrs.Attribute[float], value: float) -> None:
@@ -317,7 +319,7 @@ class RedisRegistry:
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, _MAX_BACKOFF)
             finally:
-                await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
+                await _close_pubsub(pubsub)
 
     async def _read(self) -> None:
         """Read the result keys of newly pending ids in batches (one MGET per chunk)."""
@@ -352,3 +354,21 @@ class RedisRegistry:
 def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+async def _close_pubsub(pubsub: PubSub) -> None:
+    """Close a subscription within a bounded time, so shutting down can never hang on it.
+
+    ``PubSub.aclose()`` waits for the subscription's lock; should a reader still hold it, the
+    connection is dropped without waiting instead.
+    """
+    try:
+        await asyncio.wait_for(
+            pubsub.aclose(),  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
+            timeout=_PUBSUB_CLOSE_TIMEOUT,
+        )
+    except Exception:  # a timeout or a broken connection: drop it without waiting
+        connection = pubsub.connection
+        if connection is not None:
+            with contextlib.suppress(Exception):
+                await connection.disconnect(nowait=True)
