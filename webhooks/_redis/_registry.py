@@ -63,6 +63,8 @@ _LOCAL_KEEP_FOR: Final = 30.0
 _MAX_BACKOFF: Final = 5.0
 _PUBSUB_CLOSE_TIMEOUT: Final = 2.0
 """Seconds a subscription gets to close before its connection is dropped without waiting."""
+_CLOSE_TIMEOUT: Final = 5.0
+"""Seconds close() waits for its tasks and then for its connections before moving on."""
 
 
 def _check_seconds(_: object, attribute: attrs.Attribute[float], value: float) -> None:
@@ -202,12 +204,17 @@ class RedisRegistry:
         tasks, self._tasks = self._tasks, []
         for task in tasks:
             task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        if tasks:
+            # Bounded: a redis-py call that ignores cancellation must not hang the shutdown.
+            _, stuck = await asyncio.wait(tasks, timeout=_CLOSE_TIMEOUT)
+            if stuck:
+                logger.warning("%d Redis registry task(s) did not stop in time", len(stuck))
         await self._local.close()
         if self.client is None:
-            await self._redis.aclose()
+            try:
+                await asyncio.wait_for(self._redis.aclose(), timeout=_CLOSE_TIMEOUT)
+            except TimeoutError:
+                logger.warning("Redis connections did not close within %s s", _CLOSE_TIMEOUT)
 
     async def __aenter__(self) -> Self:
         await self.start()
