@@ -125,6 +125,18 @@ class Core:
     ) -> T:
         return await self.transport.request(request, decode, timeout=timeout)
 
+    async def get_one(
+        self,
+        cls: type[T],
+        *segments: str,
+        width: int | None,
+        height: int | None,
+        timeout: TimeoutArg,
+    ) -> T:
+        """GET one resource, with the spec's optional ``width``/``height`` resize parameters."""
+        url = self.url(*segments, params=_dimensions(width, height))
+        return await self.send(Request(method="GET", url=url), _model(self.converter, cls), timeout)
+
 
 # --- decoders -------------------------------------------------------------------------------------
 
@@ -250,9 +262,9 @@ class Projects:
     ) -> Project:
         """Fetch one project; ``width``/``height`` resize the cover image URL."""
         require_text(project_id, "project_id")
-        url = self._core.url("v3", "project", project_id, params=_dimensions(width, height))
-        request = Request(method="GET", url=url)
-        return await self._core.send(request, _model(self._core.converter, Project), timeout)
+        return await self._core.get_one(
+            Project, "v3", "project", project_id, width=width, height=height, timeout=timeout
+        )
 
     async def list(
         self,
@@ -416,9 +428,8 @@ class Orders:
     ) -> Order:
         """Fetch an order with its assets and processes."""
         require_text(order_id, "order_id")
-        url = self._core.url("v3", "order", order_id, params=_dimensions(width, height))
-        return await self._core.send(
-            Request(method="GET", url=url), _model(self._core.converter, Order), timeout
+        return await self._core.get_one(
+            Order, "v3", "order", order_id, width=width, height=height, timeout=timeout
         )
 
 
@@ -703,9 +714,8 @@ class Processes:
     ) -> Process:
         """Fetch a process; ``width``/``height`` resize the result URLs."""
         require_text(process_id, "process_id")
-        url = self._core.url("v3", "process", process_id, params=_dimensions(width, height))
-        return await self._core.send(
-            Request(method="GET", url=url), _model(self._core.converter, Process), timeout
+        return await self._core.get_one(
+            Process, "v3", "process", process_id, width=width, height=height, timeout=timeout
         )
 
     async def wait(
