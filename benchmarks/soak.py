@@ -13,14 +13,17 @@ spreads deliveries over the live ones and, like the service, retries a delivery 
 broken connection.  When a third of the deliveries are acknowledged one process gets SIGKILL; at
 two thirds it is started again.
 
-The handler records each call in Redis (``HINCRBY <prefix>soak:calls <process_id> 1``, and the
-process that ran it first in ``<prefix>soak:first``), so after the inbox has drained:
+The handler is an ``atomic=True`` one: it queues ``HINCRBY <prefix>soak:calls <process_id> 1`` on
+its :class:`~webhooks.RedisWrites`, which the inbox applies in the same script as the ack, so a
+call counts only once its effect is committed.  It also notes each run as it starts, outside that
+step (``<prefix>soak:runs``, and the process that ran it first in ``<prefix>soak:first``), so after
+the inbox has drained:
 
 * **lost**: valid events acknowledged (or never acknowledged) but never handled (must be 0);
-* **handler calls per valid event**: exactly 1, except for an event whose handler finished in the
-  killed process before it could acknowledge the entry: that one runs again elsewhere (the
-  at-least-once window the docs describe), at most ``workers`` of them, all first run by the
-  killed process.  Any other repeat is a failure;
+* **handler calls per valid event** (committed effects): exactly 1 (must be);
+* **handler runs per valid event**: 1, except for an entry whose handler ran in the killed process
+  before its ack: it runs again elsewhere (at least once delivery), at most ``workers`` of them,
+  all first run by the killed process, and the killed run's writes were never applied;
 * no handler call for a malformed delivery, no dead letter, every waiter resolved;
 * the load held (deliveries per second, generator to last acknowledgement), and the ack latency
   seen by the sender (p50, p99) and by the receivers (their own histogram).
@@ -71,7 +74,7 @@ async def run_node(url: str, prefix: str, name: str, claim_timeout: float) -> No
 
     from asyncsdk import ProcessCompleted
     from webhooks import TokenVerifier, WebhookReceiver
-    from webhooks._redis import RedisInbox, RedisRegistry
+    from webhooks._redis import RedisInbox, RedisRegistry, RedisWrites
 
     recorder = redis.asyncio.Redis.from_url(url)
     registry = RedisRegistry(url, prefix=prefix)
@@ -85,14 +88,15 @@ async def run_node(url: str, prefix: str, name: str, claim_timeout: float) -> No
         metrics_route=True,
         consumer=f"soak-{name}",
     )
-    calls, first = f"{prefix}soak:calls", f"{prefix}soak:first"
+    calls, runs, first = f"{prefix}soak:calls", f"{prefix}soak:runs", f"{prefix}soak:first"
 
-    @receiver.on_completed()
-    async def record(event: ProcessCompleted) -> None:
-        async with recorder.pipeline(transaction=True) as pipe:
-            pipe.hincrby(calls, event.process_id, 1)
+    @receiver.on_completed(atomic=True)
+    async def record(event: ProcessCompleted, writes: RedisWrites) -> None:
+        async with recorder.pipeline(transaction=False) as pipe:
+            pipe.hincrby(runs, event.process_id, 1)
             pipe.hsetnx(first, event.process_id, name)
             await pipe.execute()
+        writes.call("HINCRBY", calls, event.process_id, 1)
 
     async def close(_: web.Application) -> None:
         await registry.close()
@@ -432,6 +436,10 @@ async def soak(options: Options) -> dict[str, Any]:
                     text(k): int(v)
                     for k, v in (await recorder.hgetall(f"{prefix}soak:calls")).items()
                 }
+                runs = {
+                    text(k): int(v)
+                    for k, v in (await recorder.hgetall(f"{prefix}soak:runs")).items()
+                }
                 first = {
                     text(k): text(v)
                     for k, v in (await recorder.hgetall(f"{prefix}soak:first")).items()
@@ -455,8 +463,10 @@ async def soak(options: Options) -> dict[str, Any]:
         tracebacks = count_tracebacks(logs)
 
     per_event = Counter(calls.get(pid, 0) for pid in ids)
+    runs_per_event = Counter(runs.get(pid, 0) for pid in ids)
     repeated = [pid for pid in ids if calls.get(pid, 0) > 1]
-    rerun_after_kill = [pid for pid in repeated if first.get(pid) == victim.name]
+    rerun = [pid for pid in ids if runs.get(pid, 0) > 1]
+    rerun_after_kill = [pid for pid in rerun if first.get(pid) == victim.name]
     new_valid = len(ids)
     return {
         "command": command_line(options),
@@ -487,10 +497,12 @@ async def soak(options: Options) -> dict[str, Any]:
         "malformed_rejected": tally.rejected,
         "lost": sum(1 for pid in ids if calls.get(pid, 0) == 0),
         "handler_calls_per_valid_event": {str(k): v for k, v in sorted(per_event.items())},
+        "handler_runs_per_valid_event": {str(k): v for k, v in sorted(runs_per_event.items())},
         "rerun_after_kill": len(rerun_after_kill),
-        "repeated_otherwise": len(repeated) - len(rerun_after_kill),
-        "malformed_handled": sum(1 for pid in calls if pid.startswith("bad-")),
-        "unknown_handled": sum(1 for pid in calls if not pid.startswith(("bad-", f"{run}-"))),
+        "rerun_otherwise": len(rerun) - len(rerun_after_kill),
+        "repeated_calls": len(repeated),
+        "malformed_handled": sum(1 for pid in runs if pid.startswith("bad-")),
+        "unknown_handled": sum(1 for pid in runs if not pid.startswith(("bad-", f"{run}-"))),
         "dead_letters": dead,
         "waiters_unresolved_of_200": unresolved,
         "backlog_at_last_ack": backlog,
@@ -539,7 +551,8 @@ def verdict(result: dict[str, Any]) -> list[str]:
         "gave_up",
         "valid_rejected",
         "malformed_accepted",
-        "repeated_otherwise",
+        "repeated_calls",
+        "rerun_otherwise",
         "malformed_handled",
         "unknown_handled",
         "dead_letters",
@@ -580,17 +593,21 @@ def render(result: dict[str, Any]) -> str:
         ),
         ("**Events lost**", f"**{result['lost']}**"),
         (
-            "**Handler calls per valid event**",
+            "**Handler calls per valid event** (effects committed with the ack)",
             f"**exactly 1 for {once:,} of {result['new_valid_events']:,}**; "
             + ", ".join(f"{k}: {v}" for k, v in calls.items() if k != "1")
             if len(calls) > 1
             else f"**exactly 1 for all {once:,}**",
         ),
         (
-            "Re-runs of entries the killed process had handled but not acked",
+            "Handler runs per valid event (started, committed or not)",
+            ", ".join(f"{k}: {v:,}" for k, v in result["handler_runs_per_valid_event"].items()),
+        ),
+        (
+            "Runs again of entries the killed process had started (their writes never applied)",
             result["rerun_after_kill"],
         ),
-        ("Repeated handler calls for any other reason", result["repeated_otherwise"]),
+        ("Runs again for any other reason", result["rerun_otherwise"]),
         (
             "Malformed deliveries answered 4xx / reaching a handler",
             f"{result['malformed_rejected']:,} / {result['malformed_handled']}",
@@ -630,16 +647,18 @@ def render(result: dict[str, Any]) -> str:
         "*Lost* counts valid events that never reached the handler, acknowledged or not. The "
         "inbox stores before it answers 2xx, so an event acknowledged by the killed process is "
         "still handled: its claim times out and another process takes it over.",
-        "*Handler calls per valid event* is exactly 1 except where the SIGKILL fell between a "
-        "handler's end and the acknowledgement of its entry. Such an entry is handed out again "
-        "(at least once, as `docs/webhooks.md` says); it can only be one the killed process was "
-        f"working on, so there are at most {workers} of them, each first run by the killed "
-        "process. Handlers whose effect must not repeat make themselves idempotent on "
-        "`event.dedup_key`. Duplicates sent by the service never reach a handler: the dedup "
-        "claim is one atomic `SET NX` shared by all processes.",
+        "*Handler calls per valid event* counts committed effects: the handler is registered "
+        "with `atomic=True` and queues its `HINCRBY` on a `RedisWrites`, which the inbox applies "
+        "in the same script as the ack, and only while the process still holds the entry. An "
+        "entry the killed process had started is handed out again after its claim times out "
+        "and runs a second time (the *runs* row: at most "
+        f"{workers} of them, each first run by the killed process), but the killed run's writes "
+        "were never applied, so every effect lands once. Duplicates sent by the service never "
+        "reach a handler: the dedup claim is one atomic `SET NX` shared by all processes.",
         "The receivers acknowledge faster than their handlers finish (each handled event costs "
         "a claim, the registry's `SET NX` + `PUBLISH` heard by every process, the handler's "
-        "`MULTI` and the ack), so a backlog builds while the load lasts and drains after it. "
+        "own note of its run, and the ack with the handler's writes), so a backlog builds "
+        "while the load lasts and drains after it. "
         "This run set `queue_limit` high to measure that; with the default (10,000 unfinished "
         "events) the receivers answer 503 with `Retry-After` instead and the service retries.",
         f"Latency is measured by the sender around each POST, at {result['concurrency']} in "

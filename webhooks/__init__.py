@@ -10,7 +10,7 @@ from webhooks._memory import MemoryInbox
 from webhooks._metrics import LatencyHistogram, Metrics
 from webhooks._parse import Ignored, Parsed, Rejection, parse_delivery
 from webhooks._receiver import RECEIVER_KEY, RedactingAccessLogger, WebhookReceiver
-from webhooks._redis import RedisInbox, RedisRegistry
+from webhooks._redis import RedisInbox, RedisRegistry, RedisWrites
 from webhooks._registry import (
     Registry,
     RegistryClosedError,
@@ -19,6 +19,7 @@ from webhooks._registry import (
 )
 from webhooks._sqlite import SQLiteInbox
 from webhooks._store import (
+    AtomicInbox,
     Inbox,
     InboxEntry,
     InboxError,
@@ -34,10 +35,12 @@ from webhooks._verify import (
     TokenVerifier,
     Verifier,
 )
-from webhooks._worker import Handler
+from webhooks._worker import AtomicHandler, Handler
 
 __all__ = [
     "RECEIVER_KEY",
+    "AtomicHandler",
+    "AtomicInbox",
     "Delivery",
     "Handler",
     "Ignored",
@@ -55,6 +58,7 @@ __all__ = [
     "RedactingAccessLogger",
     "RedisInbox",
     "RedisRegistry",
+    "RedisWrites",
     "Registry",
     "RegistryClosedError",
     "RegistrySink",

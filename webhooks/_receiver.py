@@ -25,7 +25,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Literal, TypeVar, overload
 
 from aiohttp import hdrs, web
 from aiohttp.web_log import AccessLogger
@@ -37,15 +37,16 @@ from webhooks._fetchback import ProcessClient
 from webhooks._memory import MemoryInbox
 from webhooks._metrics import Metrics
 from webhooks._parse import Ignored, Parsed, Rejection, check_content_type, parse_body
-from webhooks._store import Inbox, InboxEntry, RegistrySink, ResultSink
+from webhooks._store import AtomicInbox, Inbox, InboxEntry, RegistrySink, ResultSink
 from webhooks._verify import TOKEN_PARAM, Delivery, Verifier
-from webhooks._worker import Handler, HandlerSpec, RetryPolicy, WorkerPool
+from webhooks._worker import AtomicHandler, Handler, HandlerSpec, RetryPolicy, WorkerPool
 
 __all__ = ["RECEIVER_KEY", "RedactingAccessLogger", "WebhookReceiver"]
 
 logger = logging.getLogger("webhooks")
 
 H = TypeVar("H", bound=Handler)
+A = TypeVar("A", bound=AtomicHandler)
 ProcessFilter = Callable[[str], Awaitable[bool]]
 
 _READ_CHUNK: Final = 64 * 1024
@@ -223,33 +224,68 @@ class WebhookReceiver:
 
     # -- handlers -------------------------------------------------------------------------
 
+    @overload
     def on_completed(
-        self, *, status: str | Iterable[str] | None = None, tool: str | Iterable[str] | None = None
-    ) -> Callable[[H], H]:
+        self,
+        *,
+        status: str | Iterable[str] | None = None,
+        tool: str | Iterable[str] | None = None,
+        atomic: Literal[False] = False,
+    ) -> Callable[[H], H]: ...
+
+    @overload
+    def on_completed(
+        self,
+        *,
+        status: str | Iterable[str] | None = None,
+        tool: str | Iterable[str] | None = None,
+        atomic: Literal[True],
+    ) -> Callable[[A], A]: ...
+
+    def on_completed(
+        self,
+        *,
+        status: str | Iterable[str] | None = None,
+        tool: str | Iterable[str] | None = None,
+        atomic: bool = False,
+    ) -> Callable[[Any], Any]:
         """Register an ``async def handler(event: ProcessCompleted)`` for matching events.
 
         ``status`` / ``tool`` restrict it to those values (a string or several); by default it
         gets every event.  Handlers run in the worker, never on the request path.
+
+        ``atomic=True``: the handler is ``async def handler(event, writes)`` and queues its
+        writes on ``writes`` (a :class:`~webhooks.RedisWrites` with :class:`~webhooks.RedisInbox`)
+        instead of writing; the inbox applies them together with the ack, so they happen once
+        per event even if the process dies between the handler and the ack.
         """
         statuses = _names(status, "status")
         tools = _names(tool, "tool")
 
-        def register(func: H) -> H:
-            self.add_handler(func, statuses=statuses, tools=tools)
+        def register(func: Any) -> Any:
+            self.add_handler(func, statuses=statuses, tools=tools, atomic=atomic)
             return func
 
         return register
 
     def add_handler(
         self,
-        func: Handler,
+        func: Handler | AtomicHandler,
         *,
         statuses: frozenset[str] | None = None,
         tools: frozenset[str] | None = None,
+        atomic: bool = False,
     ) -> None:
         if not callable(func):
             raise ConfigurationError("a handler must be an async function taking the event")
-        self.handlers.append(HandlerSpec(func, statuses, tools))
+        if atomic and not isinstance(self.inbox, AtomicInbox):
+            raise ConfigurationError(
+                f"atomic=True handlers need an inbox that applies writes with the ack, and"
+                f" {type(self.inbox).__name__} does not: use RedisInbox, or register the handler"
+                " without atomic=True and make its writes idempotent (key them on"
+                " event.dedup_key)"
+            )
+        self.handlers.append(HandlerSpec(func, statuses, tools, atomic=bool(atomic)))
 
     # -- aiohttp integration ------------------------------------------------------------------
 

@@ -59,6 +59,21 @@ An inbox holds accepted ``process.completed`` events until a worker has finished
 ``close()``
     Releases connections and threads.  Idempotent.  Pending entries stay in durable backends.
 
+Atomic handler writes (optional: :class:`AtomicInbox`, kept by :class:`RedisInbox`)
+----------------------------------------------------------------------------------
+
+``new_writes()``
+    An empty, backend-specific buffer of writes (for Redis: :class:`~webhooks.RedisWrites`) that
+    handlers registered with ``atomic=True`` fill instead of writing themselves.
+
+``ack_with(entry_id, consumer, writes)``
+    One atomic step: *if* ``consumer`` still holds the claim on ``entry_id``, apply the buffers in
+    ``writes`` (a sequence of ``new_writes()`` buffers, in order) and ack the entry, and return
+    ``True``; otherwise change nothing and return ``False`` (the claim lapsed and another consumer
+    has the entry, or it is finished already).  A crash before the
+    step commits nothing, so the entry is handed out again and the handlers' writes are applied
+    once in all, whatever crashes: exactly-once effects on top of at-least-once delivery.
+
 Entry ids are opaque strings chosen by the backend.  Events are stored with :func:`encode_event`
 and read back with :func:`decode_event` so that every backend uses one format.
 
@@ -86,6 +101,7 @@ from asyncsdk._models import ProcessCompleted, ResultAsset
 __all__ = [
     "DEFAULT_CLAIM_TIMEOUT",
     "DEFAULT_DEDUP_RETENTION",
+    "AtomicInbox",
     "Inbox",
     "InboxEntry",
     "InboxError",
@@ -186,6 +202,19 @@ class Inbox(Protocol):
 
     async def close(self) -> None:
         """Release resources; idempotent."""
+        ...
+
+
+@runtime_checkable
+class AtomicInbox(Inbox, Protocol):
+    """An inbox that commits handlers' writes together with the ack (see the module docstring)."""
+
+    def new_writes(self) -> Any:
+        """An empty buffer of writes for the handlers of one entry."""
+        ...
+
+    async def ack_with(self, entry_id: str, consumer: str, writes: Sequence[Any]) -> bool:
+        """Apply the ``writes`` buffers and ack, atomically, if ``consumer`` still holds it."""
         ...
 
 

@@ -6,7 +6,10 @@ each claimed entry runs in its own task, at most ``workers`` at a time.  A heart
 claims of running entries so that a slow handler is not handed to a second worker.
 
 For each entry: fetch-back (optional), the result sink, then every matching handler, each under
-its own timeout.  All succeed: ack.  One fails: retry later with exponential backoff, running only
+its own timeout.  All succeed: ack; handlers registered with ``atomic=True`` fill a buffer of
+writes instead of writing, and the inbox applies the buffers and the ack in one step
+(:class:`~webhooks.AtomicInbox`), so their effects happen once even if the process dies in
+between.  One fails: retry later with exponential backoff, running only
 the handlers that have not succeeded yet (within this process); after ``max_attempts`` hand-outs:
 dead letter.
 """
@@ -21,31 +24,38 @@ import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Collection
-from typing import Final
+from typing import Any, Final
 
 import attrs
 
 from asyncsdk._models import ProcessCompleted
 from webhooks._fetchback import NotFinished, ProcessClient, confirm
 from webhooks._metrics import Metrics
-from webhooks._store import Inbox, InboxEntry, ResultSink
+from webhooks._store import AtomicInbox, Inbox, InboxEntry, ResultSink
 
-__all__ = ["Handler", "HandlerSpec", "RetryPolicy", "WorkerPool"]
+__all__ = ["AtomicHandler", "Handler", "HandlerSpec", "RetryPolicy", "WorkerPool"]
 
 logger = logging.getLogger("webhooks")
 
 Handler = Callable[[ProcessCompleted], Awaitable[None]]
+AtomicHandler = Callable[[ProcessCompleted, Any], Awaitable[None]]
+"""``async def handler(event, writes)``: queues its writes on the inbox's buffer (for Redis, a
+:class:`~webhooks.RedisWrites`); they are applied together with the ack."""
 
 _RELEASE_TIMEOUT: Final = 5.0
 
 
 @attrs.frozen
 class HandlerSpec:
-    """A registered handler and the events it wants (``None`` means any)."""
+    """A registered handler and the events it wants (``None`` means any).
 
-    func: Handler
+    ``atomic``: ``func`` is an :data:`AtomicHandler` whose writes commit with the ack.
+    """
+
+    func: Handler | AtomicHandler
     statuses: frozenset[str] | None = None
     tools: frozenset[str] | None = None
+    atomic: bool = False
 
     @property
     def name(self) -> str:
@@ -226,12 +236,18 @@ class WorkerPool:
                 return
         done = self._done_handlers.setdefault(entry.id, set())
         errors: list[str] = []
+        writes: list[Any] = []
         for index, spec in _matching(self.handlers, event):
             if index in done:
                 continue
             try:
                 async with asyncio.timeout(self.handler_timeout):
-                    await spec.func(event)
+                    if spec.atomic:
+                        # A fresh buffer per handler: a handler that fails leaves nothing queued.
+                        buffer = self._atomic_inbox().new_writes()
+                        await spec.func(event, buffer)  # type: ignore[call-arg]
+                    else:
+                        await spec.func(event)  # type: ignore[call-arg]
             except TimeoutError:
                 errors.append(f"{spec.name}: timed out after {self.handler_timeout} s")
             except Exception as exc:
@@ -240,14 +256,34 @@ class WorkerPool:
                 )
                 errors.append(f"{spec.name}: {exc!r}")
             else:
-                done.add(index)
+                if spec.atomic:
+                    writes.append(buffer)  # applied with the ack, so run again on a retry
+                else:
+                    done.add(index)
         if errors:
             await self._fail(entry, "; ".join(errors))
             return
-        await self.inbox.ack(entry.id)
+        if writes:
+            if not await self._atomic_inbox().ack_with(entry.id, self.consumer, writes):
+                # Our claim lapsed and another consumer has the entry (or finished it): its run
+                # applies the writes, ours are dropped so that they happen once.
+                logger.warning(
+                    "webhook entry %s was taken over before its writes were applied; "
+                    "they are left to the consumer that holds it",
+                    entry.id,
+                )
+                self._done_handlers.pop(entry.id, None)
+                return
+        else:
+            await self.inbox.ack(entry.id)
         self._done_handlers.pop(entry.id, None)
         self.metrics.processed += 1
         self._settled()
+
+    def _atomic_inbox(self) -> AtomicInbox:
+        if not isinstance(self.inbox, AtomicInbox):  # checked at registration; kept for safety
+            raise TypeError(f"{self.inbox!r} cannot apply writes with the ack")
+        return self.inbox
 
     async def _fetch_back(self, entry: InboxEntry) -> ProcessCompleted | None:
         """The API's view of the event, or ``None`` when the entry was settled here."""

@@ -1,10 +1,10 @@
 """A small run of ``benchmarks/soak.py``: 2,000 deliveries (30 % duplicates, 5 % malformed)
 through three receiver processes on one Redis, one of them SIGKILLed and replaced mid-run.
 
-Nothing is lost, no duplicate or malformed delivery reaches a handler, and every valid event is
-handled exactly once, except an entry whose handler had finished in the killed process when the
-kill came and that was not acknowledged yet: that one runs once more elsewhere (the documented
-at-least-once window), and there can be no more of them than the killed process had workers.
+Nothing is lost, no duplicate or malformed delivery reaches a handler, and every valid event's
+effect (written with ``atomic=True``, applied with the ack) lands exactly once.  An entry the killed
+process had started and not acknowledged runs once more elsewhere, and there can be no more of them
+than the killed process had workers; the killed run's writes were never applied.
 """
 
 from __future__ import annotations
@@ -72,13 +72,17 @@ async def test_small_soak_loses_nothing(redis_url: str, redis_prefix: str, tmp_p
     assert result["malformed_rejected"] == malformed
     assert result["malformed_accepted"] == 0
 
-    # Nothing lost; exactly once, but for the killed process's unacknowledged entries.
+    # Nothing lost; every effect exactly once (atomic writes), though the killed process's
+    # unacknowledged entries run a second time elsewhere.
     assert result["lost"] == 0
     calls = {int(k): v for k, v in result["handler_calls_per_valid_event"].items()}
+    assert calls == {1: new}
+    assert result["repeated_calls"] == 0
+    runs = {int(k): v for k, v in result["handler_runs_per_valid_event"].items()}
     reruns = result["rerun_after_kill"]
-    assert calls == ({1: new - reruns, 2: reruns} if reruns else {1: new})
+    assert runs == ({1: new - reruns, 2: reruns} if reruns else {1: new})
     assert reruns <= result["workers_per_receiver"]
-    assert result["repeated_otherwise"] == 0
+    assert result["rerun_otherwise"] == 0
     assert result["malformed_handled"] == 0
     assert result["unknown_handled"] == 0
     assert result["dead_letters"] == 0

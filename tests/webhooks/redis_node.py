@@ -4,10 +4,13 @@ An aiohttp app on 127.0.0.1 (a free port) with the webhook receiver mounted at `
 :class:`RedisInbox` and a :class:`RedisRegistry` under the given prefix, plus ``GET /wait/{pid}``
 that waits on the registry and answers the event as JSON.  The handler counts its runs per
 process id in the Redis hash ``<prefix>test:runs``; with ``stall`` its handlers never finish, so
-the entries it claims stay claimed until the process dies.  Prints ``{"ready": NAME, "port": N}``
+the entries it claims stay claimed until the process dies.  With ``atomic`` the handler is an
+``atomic=True`` one instead: it counts its runs in ``<prefix>test:runs`` directly and queues
+``HINCRBY <prefix>test:effects <pid> 1`` on its writes; with ``atomic-die`` it then kills its own
+process with SIGKILL, after the handler and before the ack.  Prints ``{"ready": NAME, "port": N}``
 once serving; stops on SIGTERM.
 
-    python redis_node.py REDIS_URL PREFIX TOKEN NAME [stall]
+    python redis_node.py REDIS_URL PREFIX TOKEN NAME [stall|atomic|atomic-die]
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import signal
 import sys
 
@@ -23,7 +27,7 @@ from aiohttp import web
 
 from asyncsdk._models import ProcessCompleted
 from webhooks import TokenVerifier, WebhookReceiver
-from webhooks._redis import RedisInbox, RedisRegistry
+from webhooks._redis import RedisInbox, RedisRegistry, RedisWrites
 from webhooks._registry import RegistryClosedError
 from webhooks._store import encode_event
 
@@ -46,12 +50,22 @@ async def main(url: str, prefix: str, token: str, name: str, mode: str = "") -> 
 
     never = asyncio.Event()
 
-    @receiver.on_completed()
     async def record(event: ProcessCompleted) -> None:
         if mode == "stall":
             await never.wait()
         await asyncio.sleep(0.01)
         await recorder.hincrby(f"{prefix}test:runs", event.process_id, 1)
+
+    async def record_atomic(event: ProcessCompleted, writes: RedisWrites) -> None:
+        await recorder.hincrby(f"{prefix}test:runs", event.process_id, 1)
+        writes.call("HINCRBY", f"{prefix}test:effects", event.process_id, 1)
+        if mode == "atomic-die":
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    if mode.startswith("atomic"):
+        receiver.on_completed(atomic=True)(record_atomic)
+    else:
+        receiver.on_completed()(record)
 
     async def wait(request: web.Request) -> web.Response:
         timeout = float(request.query.get("timeout", "30"))

@@ -9,6 +9,8 @@ import webhooks
 
 PUBLIC = {
     "RECEIVER_KEY",
+    "AtomicHandler",
+    "AtomicInbox",
     "Delivery",
     "Handler",
     "Ignored",
@@ -26,6 +28,7 @@ PUBLIC = {
     "RedactingAccessLogger",
     "RedisInbox",
     "RedisRegistry",
+    "RedisWrites",
     "Registry",
     "RegistryClosedError",
     "RegistryStats",

@@ -4,7 +4,7 @@ Both need redis-py (``pip install 'asyncsdk[redis]'``), imported only when one i
 """
 
 from webhooks._redis._connect import DEFAULT_PREFIX, DEFAULT_REDIS_URL
-from webhooks._redis._inbox import RedisInbox
+from webhooks._redis._inbox import RedisInbox, RedisWrites
 from webhooks._redis._registry import RedisRegistry
 
-__all__ = ["DEFAULT_PREFIX", "DEFAULT_REDIS_URL", "RedisInbox", "RedisRegistry"]
+__all__ = ["DEFAULT_PREFIX", "DEFAULT_REDIS_URL", "RedisInbox", "RedisRegistry", "RedisWrites"]

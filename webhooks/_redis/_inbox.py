@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
     from asyncsdk._models import ProcessCompleted
 
-__all__ = ["RedisInbox"]
+__all__ = ["RedisInbox", "RedisWrites"]
 
 _PRUNE_EVERY: Final = 60.0
 """Seconds between sweeps of consumers that hold nothing (crashed or renamed workers)."""
@@ -62,6 +62,48 @@ def _positive_seconds(_: object, attribute: attrs.Attribute[float], value: float
 
 def _whole_seconds(seconds: float) -> int:
     return max(1, math.ceil(seconds))
+
+
+_Arg = str | bytes | int | float
+
+
+@attrs.define(eq=False)
+class RedisWrites:
+    """Redis commands an ``atomic=True`` handler queues; they run together with the entry's ack.
+
+    ::
+
+        @receiver.on_completed(atomic=True)
+        async def record(event: ProcessCompleted, writes: RedisWrites) -> None:
+            writes.call("HSET", f"photos:{event.order_id}", event.process_id, event.status)
+
+    The commands run in one script on the inbox's Redis server, in the order queued, and only if
+    this process still holds the entry; then the entry is acked in the same step.  So they are
+    applied once per event, even when a process dies between the handler and the ack (the entry
+    is handed out again and its handlers run again, but the first run's commands were never
+    applied).  Replies are not returned: the handler decides what to write, Redis applies it
+    later.  Use commands that cannot fail on their keys' types: Redis does not undo the commands
+    before a failing one (as with MULTI/EXEC), and the entry is then retried.
+    """
+
+    commands: list[tuple[_Arg, ...]] = attrs.field(factory=list, init=False)
+
+    def call(self, command: str, *args: _Arg) -> None:
+        """Queue one Redis command, e.g. ``writes.call("HINCRBY", key, field, 1)``."""
+        if not isinstance(command, str) or not command.strip():
+            raise ConfigurationError(
+                f"a Redis command name must be a non-empty str, not {command!r}"
+            )
+        for arg in args:
+            if isinstance(arg, bool) or not isinstance(arg, str | bytes | int | float):
+                raise ConfigurationError(
+                    f"Redis command arguments must be str, bytes, int or float, not {arg!r};"
+                    " encode it first (e.g. json.dumps)"
+                )
+        self.commands.append((command, *args))
+
+    def __len__(self) -> int:
+        return len(self.commands)
 
 
 # A script call waiting for the next pipeline: script name, keys, args, and the caller's answer.
@@ -121,6 +163,7 @@ class RedisInbox:
             "CLAIM",
             "EXTEND",
             "ACK",
+            "ACK_WITH",
             "RETRY_LATER",
             "DEAD_LETTER",
             "DEAD_LETTERS",
@@ -181,6 +224,37 @@ class RedisInbox:
                 list(self._keys.keys),
                 [_scripts.GROUP, entry_id, self._keys.dedup_prefix, self._ttl],
             )
+
+    def new_writes(self) -> RedisWrites:
+        """An empty :class:`RedisWrites` for the ``atomic=True`` handlers of one entry."""
+        return RedisWrites()
+
+    async def ack_with(self, entry_id: str, consumer: str, writes: Sequence[RedisWrites]) -> bool:
+        """Run the ``writes`` (in order) and ack the entry in one script, if ``consumer`` still
+        holds it; ``False`` (and nothing written) if it does not."""
+        consumer = _check_consumer(consumer)
+        commands: list[tuple[_Arg, ...]] = []
+        for buffer in writes:
+            if not isinstance(buffer, RedisWrites):
+                raise ConfigurationError(
+                    f"RedisInbox.ack_with takes RedisWrites from new_writes(), not {buffer!r}"
+                )
+            commands.extend(buffer.commands)
+        if not _scripts.is_entry_id(entry_id):
+            return False
+        done = await self._batched(
+            "ACK_WITH",
+            list(self._keys.keys),
+            [
+                _scripts.GROUP,
+                consumer,
+                entry_id,
+                self._keys.dedup_prefix,
+                self._ttl,
+                *_scripts.encode_writes(commands),
+            ],
+        )
+        return bool(done)
 
     async def retry_later(self, entry_id: str, error: str, delay: float) -> None:
         if isinstance(delay, bool) or not isinstance(delay, int | float) or not delay >= 0:

@@ -32,6 +32,7 @@ from webhooks._store import InboxEntry, InboxError, decode_event
 
 __all__ = [
     "ACK",
+    "ACK_WITH",
     "CLAIM",
     "DEAD_LETTER",
     "DEAD_LETTERS",
@@ -44,6 +45,7 @@ __all__ = [
     "RESOLVE",
     "RETRY_LATER",
     "InboxKeys",
+    "encode_writes",
     "is_entry_id",
     "parse_entry",
     "result_key",
@@ -93,6 +95,15 @@ def parse_entry(row: Sequence[object]) -> InboxEntry:
     )
 
 
+def encode_writes(commands: Sequence[Sequence[str | bytes | int | float]]) -> list[object]:
+    """The ARGV tail of ACK_WITH: each command as its argument count, then its arguments."""
+    out: list[object] = []
+    for command in commands:
+        out.append(len(command))
+        out.extend(command)
+    return out
+
+
 def result_key(prefix: str, process_id: str) -> str:
     return f"{prefix}result:{process_id}"
 
@@ -124,6 +135,18 @@ end
 local function forget(id)
   redis.call('HDEL', attempts, id)
   redis.call('HDEL', errors, id)
+end
+local function ack(group, id, dedup_prefix, retention)
+  local e = redis.call('XRANGE', stream, id, id)
+  redis.pcall('XACK', stream, group, id)
+  forget(id)
+  redis.call('ZREM', delayed, id)
+  redis.call('ZREM', dead, id)
+  if #e == 0 then return 0 end
+  redis.call('XDEL', stream, id)
+  local key = field(e[1][2], 'key')
+  if key then redis.call('SET', dedup_prefix .. key, '1', 'EX', retention) end
+  return 1
 end
 """
 
@@ -209,16 +232,27 @@ return n
 ACK: Final = (
     _COMMON
     + """
-local id = ARGV[2]
-local e = redis.call('XRANGE', stream, id, id)
-redis.pcall('XACK', stream, ARGV[1], id)
-forget(id)
-redis.call('ZREM', delayed, id)
-redis.call('ZREM', dead, id)
-if #e == 0 then return 0 end
-redis.call('XDEL', stream, id)
-local key = field(e[1][2], 'key')
-if key then redis.call('SET', ARGV[3] .. key, '1', 'EX', ARGV[4]) end
+return ack(ARGV[1], ARGV[2], ARGV[3], ARGV[4])
+"""
+)
+
+# ARGV: group, consumer, id, dedup key prefix, retention, then the handlers' writes, each as its
+# argument count followed by its arguments (see encode_writes).  Only while the consumer holds the
+# entry: the writes, then the ack; otherwise nothing, and 0.  A write that fails stops the script
+# with its error before the ack (Redis keeps the writes made before it, as MULTI/EXEC would).
+ACK_WITH: Final = (
+    _COMMON
+    + """
+local group, consumer, id = ARGV[1], ARGV[2], ARGV[3]
+local p = redis.pcall('XPENDING', stream, group, id, id, 1, consumer)
+if type(p) ~= 'table' or p.err or #p == 0 then return 0 end
+local i = 6
+while i <= #ARGV do
+  local n = tonumber(ARGV[i])
+  redis.call(unpack(ARGV, i + 1, i + n))
+  i = i + n + 1
+end
+ack(group, id, ARGV[4], ARGV[5])
 return 1
 """
 )
