@@ -45,8 +45,11 @@ __all__ = [
     "to_upload",
 ]
 
-#: Bytes read from a file (in one trip to a worker thread) and written to the socket at a time.
+#: Bytes read from a file in one trip to a worker thread.
 CHUNK_SIZE: Final = 256 * 1024
+#: Bytes per read within a trip and per write to the socket: buffers this small come from the
+#: allocator's free lists and are reused, where 256 KiB blocks would pile up in per-thread arenas.
+_SLICE_SIZE: Final = 64 * 1024
 #: The service's limit per file: 50 MB.
 MAX_UPLOAD_BYTES: Final = 50 * 1024 * 1024
 #: File name extensions the service accepts, with the content type each is sent as.
@@ -256,19 +259,26 @@ def _read_head(file: BinaryIO) -> bytes:
 
 async def _read_off_loop(
     file: BinaryIO, size: int, display: str, *, start: int | None = None
-) -> bytes:
-    """Read up to ``size`` bytes in a worker thread, seeking to ``start`` first when given."""
+) -> list[bytes]:
+    """Read up to ``size`` bytes in one worker-thread trip, in slices of at most ``_SLICE_SIZE``,
+    seeking to ``start`` first when given.  Fewer bytes than asked means the end of the file."""
     try:
-        if start is not None:
-            return await asyncio.to_thread(_read_chunk_at, file, start, size)
-        return await asyncio.to_thread(_read_chunk, file, size)
+        return await asyncio.to_thread(_read_slices, file, start, size)
     except (OSError, ValueError, TypeError) as exc:
         raise UploadError(f"cannot read {display}: {exc}", filename=display) from exc
 
 
-def _read_chunk_at(file: BinaryIO, start: int, size: int) -> bytes:
-    file.seek(start)
-    return _read_chunk(file, size)
+def _read_slices(file: BinaryIO, start: int | None, size: int) -> list[bytes]:
+    if start is not None:
+        file.seek(start)
+    slices: list[bytes] = []
+    while size > 0:
+        piece = _read_chunk(file, min(_SLICE_SIZE, size))
+        if not piece:
+            break
+        slices.append(piece)
+        size -= len(piece)
+    return slices
 
 
 def _read_chunk(file: BinaryIO, size: int) -> bytes:
@@ -305,18 +315,20 @@ class _FilePayload(aiohttp.payload.Payload):
         try:
             start: int | None = self._start  # the first read seeks there in the same thread trip
             while remaining > 0:
-                chunk = await _read_off_loop(
+                slices = await _read_off_loop(
                     self._file, min(CHUNK_SIZE, remaining), display, start=start
                 )
                 start = None
-                if not chunk:
+                if not slices:
                     raise UploadError(
                         f"{display} became shorter while it was being sent; "
                         "do not change a file during its upload",
                         filename=display,
                     )
-                await writer.write(chunk)
-                remaining -= len(chunk)
+                for piece in slices:
+                    await writer.write(piece)
+                    remaining -= len(piece)
+                del slices
         except UploadError as exc:
             self._owner.failure = exc
             raise
@@ -402,8 +414,9 @@ class PreparedFile:
         if self.head:
             yield self.head
         if self.kind == "unseekable":
-            while chunk := await _read_off_loop(self.source, CHUNK_SIZE, self.display):
-                yield chunk
+            while slices := await _read_off_loop(self.source, CHUNK_SIZE, self.display):
+                for piece in slices:
+                    yield piece
             return
         iterator: AsyncIterator[Any] = self.source
         try:
