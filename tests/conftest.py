@@ -9,8 +9,12 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    import redis.asyncio
 
 REDIS_URL = os.environ.get("ASYNCSDK_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
@@ -56,3 +60,13 @@ async def redis_prefix(redis_url: str) -> AsyncIterator[str]:
             await client.delete(*keys)
     finally:
         await client.aclose()
+
+
+@pytest.fixture
+async def raw_redis(redis_url: str) -> AsyncIterator[redis.asyncio.Redis]:
+    """A plain client on the test Redis, to look at keys behind the code under test."""
+    import redis.asyncio
+
+    client = redis.asyncio.Redis.from_url(redis_url)
+    yield client
+    await client.aclose()

@@ -27,13 +27,6 @@ pytestmark = pytest.mark.redis
 
 
 @pytest.fixture
-async def raw_redis(redis_url: str) -> AsyncIterator[redis.asyncio.Redis]:
-    client = redis.asyncio.Redis.from_url(redis_url)
-    yield client
-    await client.aclose()
-
-
-@pytest.fixture
 async def inbox(redis_url: str, redis_prefix: str) -> AsyncIterator[RedisInbox]:
     inbox = RedisInbox(redis_url, prefix=redis_prefix, claim_timeout=CLAIM_TIMEOUT)
     yield inbox

@@ -16,13 +16,6 @@ from webhooks._redis import RedisInbox
 pytestmark = pytest.mark.redis
 
 
-@pytest.fixture
-async def raw_redis(redis_url: str) -> AsyncIterator[redis.asyncio.Redis]:
-    client = redis.asyncio.Redis.from_url(redis_url)
-    yield client
-    await client.aclose()
-
-
 class TestRedisInbox(InboxContract):
     @pytest.fixture
     async def inbox(self, redis_url: str, redis_prefix: str) -> AsyncIterator[Inbox]:

@@ -33,13 +33,6 @@ def completed(process_id: str = "p-1", status: str = "done", src: str = "u1") ->
 
 
 @pytest.fixture
-async def raw_redis(redis_url: str) -> AsyncIterator[redis.asyncio.Redis]:
-    client = redis.asyncio.Redis.from_url(redis_url)
-    yield client
-    await client.aclose()
-
-
-@pytest.fixture
 async def make_registry(redis_url: str, redis_prefix: str) -> AsyncIterator[MakeRegistry]:
     """Started registries on the test's prefix (each one stands for another process)."""
     made: list[RedisRegistry] = []
