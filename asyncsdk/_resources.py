@@ -732,9 +732,10 @@ class Processes:
 
         With a ``registry`` the webhook event is awaited first; after ``webhook_grace`` seconds
         (default: the whole deadline), or at once when ``registry.healthy`` is false, the process is
-        polled instead.  Polls are at least ``poll_interval`` apart, and never closer than the
-        client's ``min_poll_interval``.  Raises ``WaitTimeoutError`` at the deadline, and
-        ``ProcessFailedError`` for a failed process when ``raise_on_failure`` is true.
+        polled instead.  Each poll waits ``poll_interval`` after the answer to the one before (never
+        less than the client's ``min_poll_interval``), so the service sees them that far apart.
+        Raises ``WaitTimeoutError`` at the deadline, and ``ProcessFailedError`` for a failed
+        process when ``raise_on_failure`` is true.
         """
         require_text(process_id, "process_id")
         for name, value in (("timeout", timeout), ("webhook_grace", webhook_grace)):
@@ -777,19 +778,19 @@ class Processes:
         interval: float,
         state: _WaitState,
     ) -> Process:
-        loop = asyncio.get_running_loop()
         if registry is not None:
             event = await self._from_registry(process_id, registry, webhook_grace, interval)
             if event is not None:
                 state.last_status = event.status
                 return _process_from_event(event)
         while True:
-            started = loop.time()
             process = await self.get(process_id)
             state.last_status = process.status
             if process.is_finished:
                 return process
-            await asyncio.sleep(max(0.0, started + interval - loop.time()))
+            # Counted from the answer, not the request: the service then sees the GETs at least
+            # ``interval`` apart whatever the network did to either of them.
+            await asyncio.sleep(interval)
 
     async def _from_registry(
         self,

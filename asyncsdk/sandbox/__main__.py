@@ -26,6 +26,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument(
         "--rate-limit", action="store_true", help="10 generations per 10 minutes per key"
     )
+    p.add_argument(
+        "--poll-limit", action="store_true", help="429 for a process GET within 5 s of the last"
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of every random choice")
     return p
 
@@ -38,6 +41,7 @@ def config_from_args(args: argparse.Namespace) -> SandboxConfig:
         webhook_urls=tuple(args.webhook),
         enveloped=args.enveloped,
         rate_limit=args.rate_limit,
+        poll_limit=args.poll_limit,
         seed=args.seed,
     )
 

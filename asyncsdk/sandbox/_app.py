@@ -429,7 +429,7 @@ async def create_process(request: web.Request) -> web.Response:
 
 async def get_process(request: web.Request) -> web.Response:
     key = _key(request)
-    process = _rt(request).state.get_process(key, request.match_info["id"])
+    process = _rt(request).state.poll_process(key, request.match_info["id"], time.monotonic())
     return _ok(request, process_json(process, _urls(request, sized=True)))
 
 

@@ -63,6 +63,9 @@ class SandboxConfig:
     rate_limit: bool = False
     rate_limit_count: int = 10
     rate_limit_window: float = 600.0
+    # Polling limit (decisions.md: at most one GET of a process per 5 s): off by default
+    poll_limit: bool = False
+    poll_limit_interval: float = 5.0
     # Determinism
     seed: int = 0
     # Uploads

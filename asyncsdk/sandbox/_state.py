@@ -301,6 +301,7 @@ class SandboxState:
     processes: dict[str, ProcessRecord] = attrs.Factory(dict)
     groups: set[str] = attrs.Factory(set)
     generations: dict[str, deque[float]] = attrs.Factory(dict)
+    polls: dict[str, float] = attrs.Factory(dict)
     _seq: int = 0
     _ids: random.Random = attrs.field(init=False)
     _failures: random.Random = attrs.field(init=False)
@@ -529,6 +530,17 @@ class SandboxState:
         process = self.processes.get(process_id)
         if process is None or process.api_key != key:
             raise _not_found("process", process_id)
+        return process
+
+    def poll_process(self, key: str, process_id: str, now: float) -> ProcessRecord:
+        """``GET /v3/process/:id``; with ``poll_limit``, 429 for a second GET of the same process
+        within ``poll_limit_interval`` seconds of the last one that was answered."""
+        process = self.get_process(key, process_id)
+        if self.config.poll_limit:
+            last = self.polls.get(process_id)
+            if last is not None and now - last < self.config.poll_limit_interval:
+                raise RateLimited()
+            self.polls[process_id] = now
         return process
 
     def check_rate_limit(self, key: str, now: float) -> None:

@@ -285,6 +285,32 @@ async def test_rate_limit_beyond_retries_is_raised(sandbox: Sandbox) -> None:
     assert sandbox.stats.requests["GET /v3/project"] == 2
 
 
+async def test_wait_keeps_to_the_services_polling_limit(sandbox: Sandbox, sdk: Client) -> None:
+    """With the sandbox enforcing one GET per process per interval, wait() never draws a 429."""
+    sandbox.config.poll_limit = True
+    sandbox.config.poll_limit_interval = 0.1
+    sandbox.config.processing_delay = 0.5
+    order = await sdk.orders.create(photo())
+    created = await sdk.processes.create(
+        order.order_id,
+        ToolSlug.DAY_TO_DUSK,
+        {"tool-day-to-dusk-input-image": order.assets[0].id},
+    )
+    async with Client(
+        api_key=sandbox.api_key,
+        base_url=sandbox.base_url,
+        app_url=sandbox.app_url,
+        min_poll_interval=0.1,
+        max_retries=0,  # a 429 would surface as RateLimitError
+    ) as client:
+        process = await client.processes.wait(created.process_ids[0], timeout=30)
+        assert process.status == "done"
+        assert sandbox.stats.requests["GET /v3/process/{id}"] >= 3
+        # A GET right after wait()'s last one is refused with the rate-limit answer.
+        with pytest.raises(RateLimitError, match="rate-limit exceeded"):
+            await client.processes.get(created.process_ids[0])
+
+
 async def test_get_retries_through_gateway_errors_and_drops(sandbox: Sandbox, sdk: Client) -> None:
     project = await sdk.projects.create("9 Pine Way")
     sandbox.chaos.add(method="GET", path="/v3/project/*", kind="status", status=502, times=1)

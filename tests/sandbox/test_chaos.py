@@ -244,3 +244,27 @@ async def test_generation_rate_limit(
     sandbox.config.rate_limit_window = 0.0
     async with api.post("/v3/process", json=process_body(order)) as r:
         assert r.status == 201
+
+
+async def test_poll_limit(sandbox: Sandbox, api: aiohttp.ClientSession, flow: Flow) -> None:
+    order = await flow.order()
+    async with api.post("/v3/process", json=process_body(order)) as r:
+        first = (await r.json())["process_ids"][0]
+    async with api.post("/v3/process", json=process_body(order)) as r:
+        second = (await r.json())["process_ids"][0]
+    async with api.get(f"/v3/process/{first}") as r:  # off by default
+        assert r.status == 200
+    sandbox.config.poll_limit = True
+    sandbox.config.poll_limit_interval = 60.0
+    statuses = []
+    for process_id in (first, first, second, first):
+        async with api.get(f"/v3/process/{process_id}") as r:
+            statuses.append(r.status)
+            if r.status == 429:
+                assert (await r.json()) == {"error": "rate-limit exceeded, try again later"}
+                assert "Retry-After" not in r.headers
+    # The limit is per process, counted from the last GET that was answered.
+    assert statuses == [200, 429, 200, 429]
+    sandbox.config.poll_limit_interval = 0.0
+    async with api.get(f"/v3/process/{first}") as r:
+        assert r.status == 200
