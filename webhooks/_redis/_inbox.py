@@ -198,7 +198,7 @@ class RedisInbox:
         if limit == 0:
             return []
         await self._maybe_prune()
-        rows = await self._run(
+        rows = await self._batched(
             "CLAIM",
             self._keys.keys,
             [
@@ -215,7 +215,7 @@ class RedisInbox:
         consumer = _check_consumer(consumer)
         ids = [i for i in entry_ids if _scripts.is_entry_id(i)]
         if ids:
-            await self._run("EXTEND", self._keys.keys, [_scripts.GROUP, consumer, *ids])
+            await self._batched("EXTEND", self._keys.keys, [_scripts.GROUP, consumer, *ids])
 
     async def ack(self, entry_id: str) -> None:
         if _scripts.is_entry_id(entry_id):
