@@ -1,10 +1,14 @@
 """An inbox in one SQLite file: durable, dependency-free, safe for several processes.
 
-All SQL runs on one dedicated thread that owns the connection.  Writes are grouped: operations
-that arrive while a transaction is being committed (or within ``batch_window`` seconds of the
-first) share the next transaction, one fsync for all of them, and each caller awaits the commit of
-its own batch before its call returns.  Each operation runs in its own savepoint, so one failing
-operation does not undo the others; a failed commit fails them all and claims nothing.
+All SQL runs on one dedicated writer thread that owns the connection.  Writes are grouped:
+operations that arrive while a transaction is being committed (or within ``batch_window`` seconds
+of the first) share the next transaction, one fsync for all of them, and each caller awaits the
+commit of its own batch before its call returns.  The event loop hands work to the thread through
+a queue and gets the answers of a whole batch back in one wake-up.  Each operation is atomic on
+its own (one statement, or a savepoint around several), so one failing operation does not undo
+the others; a failed commit fails them all and claims nothing.  An operation, once queued, runs
+whatever becomes of its caller: a caller that is cancelled or stops waiting never interrupts a
+commit (see :meth:`SQLiteInbox.submit_put`).
 
 The database is in WAL mode with ``synchronous=FULL``: a ``put`` that returned survives a crash of
 the process and of the machine.  ``BEGIN IMMEDIATE`` and a busy timeout let several processes
@@ -14,9 +18,12 @@ share one file.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import contextlib
+import json
 import os
+import queue
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -31,14 +38,24 @@ from webhooks._store import (
     InboxUnavailableError,
     UnknownEntryError,
     decode_event,
-    dedup_key_text,
-    encode_event,
 )
 
 __all__ = ["SQLiteInbox"]
 
 T = TypeVar("T")
 Op = Callable[[sqlite3.Connection], Any]
+
+_READ: Final = 0
+"""Runs outside the write transaction, after it commits."""
+_STATEMENT: Final = 1
+"""A write whose only change is one statement (atomic by itself): no savepoint needed."""
+_STEPS: Final = 2
+"""A write of several steps: runs in a savepoint of its own."""
+_STOP: Final = 3
+"""Close the connection and end the writer thread, after everything queued before it."""
+
+_Request = tuple[Op, "asyncio.Future[Any]", int]
+_Outcome = tuple[bool, Any]
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS webhook_inbox (
@@ -62,12 +79,48 @@ _PENDING: Final = "pending"
 _DONE: Final = "done"
 _DEAD: Final = "dead"
 _PURGE_EVERY: Final = 1000
+_ENCODER: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+"""The compact form of :func:`~webhooks._store.dedup_key_text` and
+:func:`~webhooks._store.encode_event`, without building an encoder per call."""
+
+
+def _dedup_key(event: ProcessCompleted) -> str:
+    """:func:`~webhooks._store.dedup_key_text`, byte for byte (a test holds them equal)."""
+    return _ENCODER.encode(list(event.dedup_key))
+
+
+def _encode_event(event: ProcessCompleted) -> bytes:
+    """:func:`~webhooks._store.encode_event`, byte for byte (a test holds them equal)."""
+    return _ENCODER.encode(
+        {
+            "event": event.event,
+            "process_id": event.process_id,
+            "order_id": event.order_id,
+            "tool": event.tool,
+            "status": event.status,
+            "final_assets": [
+                {
+                    "asset_id": asset.asset_id,
+                    "src": asset.src,
+                    "thumbnail_src": asset.thumbnail_src,
+                    "asset_type": asset.asset_type,
+                    "asset_role": asset.asset_role,
+                }
+                for asset in event.final_assets
+            ],
+        }
+    ).encode()
+
+
 _CLAIM_SQL: Final = (
     "UPDATE webhook_inbox SET claimed_by = ?, claimed_at = ?, attempts = attempts + 1"
     " WHERE id IN (SELECT id FROM webhook_inbox WHERE state = ? AND due_at <= ?"
-    " AND (claimed_by IS NULL OR claimed_at <= ?) ORDER BY id LIMIT ?)"
+    " AND (claimed_by IS NULL OR claimed_at <= ?) ORDER BY due_at, id LIMIT ?)"
     " RETURNING id, event, raw, attempts, last_error, received_at"
 )
+"""Oldest due first, in the order of the ``(state, due_at)`` index, so that a claim reads about
+``limit`` rows and stops (ordering by ``id`` alone sorted every due row: milliseconds per claim
+with a backlog of thousands)."""
 _DEAD_SQL: Final = (
     "SELECT id, event, raw, attempts, last_error, received_at FROM webhook_inbox"
     " WHERE state = ? ORDER BY id LIMIT ?"
@@ -112,10 +165,9 @@ class SQLiteInbox:
         self.dedup_retention = float(dedup_retention)
         self.batch_window = float(batch_window)
         self._busy_timeout = busy_timeout
-        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._conn: sqlite3.Connection | None = None
-        self._queue: list[tuple[Op, asyncio.Future[Any]]] = []
-        self._flusher: asyncio.Task[None] | None = None
+        self._requests: queue.SimpleQueue[_Request] = queue.SimpleQueue()
+        self._writer: threading.Thread | None = None
         self._closed = False
         self._writes = 0
 
@@ -160,12 +212,23 @@ class SQLiteInbox:
             raise
         return conn
 
-    def _run_batch(self, ops: list[Op]) -> list[tuple[bool, Any]]:
+    def _run_batch(self, ops: Sequence[tuple[Op, int]]) -> list[_Outcome]:
+        """One transaction for every write in ``ops``; an outcome per op, in order."""
         conn = self._connect()
-        results: list[tuple[bool, Any]] = []
+        results: list[_Outcome] = []
         conn.execute("BEGIN IMMEDIATE")
         try:
-            for op in ops:
+            for op, kind in ops:
+                if kind == _STATEMENT:
+                    try:
+                        value = op(conn)
+                    except Exception as exc:
+                        if not conn.in_transaction:
+                            raise  # the error ended the whole transaction: fail the batch
+                        results.append((False, exc))  # SQLite undid the failed statement
+                    else:
+                        results.append((True, value))
+                    continue
                 conn.execute("SAVEPOINT op")
                 try:
                     value = op(conn)
@@ -190,78 +253,115 @@ class SQLiteInbox:
             raise
         return results
 
-    def _read(self, op: Callable[[sqlite3.Connection], T]) -> T:
-        return op(self._connect())
+    def _execute(self, batch: Sequence[_Request]) -> list[_Outcome]:
+        """The writes of ``batch`` in one transaction, then its reads; an outcome per request."""
+        outcomes: list[_Outcome] = [(False, None)] * len(batch)
+        writes = [index for index, (_, _, kind) in enumerate(batch) if kind != _READ]
+        if writes:
+            try:
+                results = self._run_batch([(batch[i][0], batch[i][2]) for i in writes])
+            except BaseException as exc:  # the thread must answer every caller, whatever failed
+                results = [(False, exc)] * len(writes)
+            for index, outcome in zip(writes, results, strict=True):
+                outcomes[index] = outcome
+        if len(writes) < len(batch):
+            for index, (op, _, kind) in enumerate(batch):
+                if kind == _READ:
+                    try:
+                        outcomes[index] = (True, op(self._connect()))
+                    except BaseException as exc:
+                        outcomes[index] = (False, exc)
+        return outcomes
 
-    def _shutdown_thread(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+    def _serve(self, requests: queue.SimpleQueue[_Request]) -> None:
+        """The writer thread: take everything queued, run it as one batch, answer, repeat."""
+        stop: _Request | None = None
+        try:
+            while stop is None:
+                first = requests.get()
+                batch: list[_Request] = []
+                if first[2] == _STOP:
+                    stop = first
+                else:
+                    if self.batch_window and first[2] != _READ:
+                        time.sleep(self.batch_window)
+                    batch.append(first)
+                    while True:
+                        try:
+                            item = requests.get_nowait()
+                        except queue.Empty:
+                            break
+                        if item[2] == _STOP:
+                            stop = item
+                            break
+                        batch.append(item)
+                if batch:
+                    self._answer(batch, self._execute(batch))
+        finally:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+            if stop is not None:
+                self._answer([stop], [(True, None)])
+
+    def _answer(self, batch: Sequence[_Request], outcomes: Sequence[_Outcome]) -> None:
+        """Hand a batch's outcomes to the event loop(s) waiting for them: one wake-up per loop."""
+        groups: dict[asyncio.AbstractEventLoop, tuple[list[_Request], list[_Outcome]]] = {}
+        for request, outcome in zip(batch, outcomes, strict=True):
+            requests, answers = groups.setdefault(request[1].get_loop(), ([], []))
+            requests.append(request)
+            answers.append(outcome)
+        for loop, (requests, answers) in groups.items():
+            # A closed loop raises RuntimeError: nobody is waiting for those answers any more.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._settle, requests, answers)
 
     # -- the asyncio side ------------------------------------------------------------------
 
-    def _ensure_executor(self) -> concurrent.futures.ThreadPoolExecutor:
+    def _settle(self, batch: Sequence[_Request], outcomes: Sequence[_Outcome]) -> None:
+        for (_, future, _), (ok, value) in zip(batch, outcomes, strict=True):
+            if future.done():
+                continue  # its caller stopped waiting; the operation ran all the same
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(_unavailable(value, self.path))
+
+    def _submit(self, op: Op, kind: int) -> asyncio.Future[Any]:
+        """Queue ``op`` for the writer thread; the future gets its outcome."""
         if self._closed:
             raise InboxUnavailableError(f"the inbox at {self.path} is closed")
-        if self._executor is None:
-            self._executor = concurrent.futures.ThreadPoolExecutor(
-                max_workers=1, thread_name_prefix="webhooks-sqlite"
-            )
-        return self._executor
-
-    async def _write(self, op: Op) -> Any:
-        self._ensure_executor()
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._queue.append((op, future))
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.create_task(self._flush(), name="webhooks-sqlite-flush")
-        return await future
+        self._requests.put((op, future, kind))
+        if self._writer is None:
+            self._writer = threading.Thread(
+                target=self._serve, args=(self._requests,), name="webhooks-sqlite", daemon=True
+            )
+            self._writer.start()
+        return future
 
-    async def _flush(self) -> None:
-        loop = asyncio.get_running_loop()
-        batch: list[tuple[Op, asyncio.Future[Any]]] = []
-        try:
-            while self._queue:
-                if self.batch_window:
-                    await asyncio.sleep(self.batch_window)
-                batch, self._queue = self._queue, []
-                try:
-                    results = await loop.run_in_executor(
-                        self._ensure_executor(), self._run_batch, [op for op, _ in batch]
-                    )
-                except Exception as exc:
-                    error = _unavailable(exc, self.path)
-                    for _, future in batch:
-                        if not future.done():
-                            future.set_exception(error)
-                    continue
-                for (_, future), (ok, value) in zip(batch, results, strict=True):
-                    if future.done():
-                        continue
-                    if ok:
-                        future.set_result(value)
-                    else:
-                        future.set_exception(_unavailable(value, self.path))
-                batch = []
-        finally:
-            # Cancelled (the loop is going away): nobody will run these; do not leave callers
-            # waiting forever.  The batch being committed may or may not have landed.
-            for _, future in (*batch, *self._queue):
-                future.cancel()
-            self._queue = []
+    async def _write(self, op: Op, kind: int = _STEPS) -> Any:
+        return await self._submit(op, kind)
 
     async def _run_read(self, op: Callable[[sqlite3.Connection], T]) -> T:
-        executor = self._ensure_executor()
-        try:
-            return await asyncio.get_running_loop().run_in_executor(executor, self._read, op)
-        except (sqlite3.Error, OSError) as exc:
-            raise _unavailable(exc, self.path) from exc
+        result: T = await self._submit(op, _READ)
+        return result
 
     # -- the contract ----------------------------------------------------------------------
 
     async def put(self, event: ProcessCompleted, raw: bytes) -> bool:
-        key = dedup_key_text(event)
-        data = encode_event(event)
+        return bool(await self.submit_put(event, raw))
+
+    def submit_put(self, event: ProcessCompleted, raw: bytes) -> asyncio.Future[bool]:
+        """Queue :meth:`put` and return at once: the future gets its answer after the commit.
+
+        The write goes ahead whatever becomes of the future: cancelling it, or giving up on it
+        after a deadline, only drops the answer, so a caller that stops waiting (a client that
+        hung up, a timeout) never interrupts or undoes a commit.  Raises
+        :class:`~webhooks.InboxUnavailableError` at once if the inbox is closed.
+        """
+        key = _dedup_key(event)
+        data = _encode_event(event)
         body = bytes(raw)
 
         def op(conn: sqlite3.Connection) -> bool:
@@ -283,7 +383,8 @@ class SQLiteInbox:
             )
             return cur.rowcount == 1
 
-        return bool(await self._write(op))
+        # One statement writes (the UPDATE runs only when the INSERT changed nothing).
+        return self._submit(op, _STATEMENT)
 
     async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
         if limit <= 0:
@@ -311,7 +412,7 @@ class SQLiteInbox:
                 [(time.time(), i, consumer, _PENDING) for i in ids],
             )
 
-        await self._write(op)
+        await self._write(op, _STATEMENT)
 
     async def ack(self, entry_id: str) -> None:
         if not entry_id.isdigit():
@@ -325,7 +426,7 @@ class SQLiteInbox:
                 (_DONE, time.time(), int(entry_id), _DONE),
             )
 
-        await self._write(op)
+        await self._write(op, _STATEMENT)
 
     async def retry_later(self, entry_id: str, error: str, delay: float) -> None:
         if not entry_id.isdigit():
@@ -338,7 +439,7 @@ class SQLiteInbox:
                 (error, time.time() + max(0.0, delay), int(entry_id), _PENDING),
             )
 
-        await self._write(op)
+        await self._write(op, _STATEMENT)
 
     async def dead_letter(self, entry_id: str, error: str) -> None:
         if not entry_id.isdigit():
@@ -351,7 +452,7 @@ class SQLiteInbox:
                 (_DEAD, error, time.time(), int(entry_id), _PENDING),
             )
 
-        await self._write(op)
+        await self._write(op, _STATEMENT)
 
     async def dead_letters(self, limit: int = 1000) -> list[InboxEntry]:
         def op(conn: sqlite3.Connection) -> list[InboxEntry]:
@@ -372,7 +473,7 @@ class SQLiteInbox:
 
         if not entry_id.isdigit():
             raise UnknownEntryError(f"no dead letter with id {entry_id!r}; list dead_letters()")
-        await self._write(op)
+        await self._write(op, _STATEMENT)
 
     async def pending_count(self) -> int:
         def op(conn: sqlite3.Connection) -> int:
@@ -390,16 +491,21 @@ class SQLiteInbox:
         await self._run_read(op)
 
     async def close(self) -> None:
+        """Run everything already queued, then close the connection and end the thread."""
         if self._closed:
             return
-        flusher = self._flusher
-        if flusher is not None and not flusher.done():
-            await asyncio.wait([flusher])
         self._closed = True
-        executor, self._executor = self._executor, None
-        if executor is not None:
-            await asyncio.get_running_loop().run_in_executor(executor, self._shutdown_thread)
-            executor.shutdown(wait=True)
+        writer, self._writer = self._writer, None
+        if writer is None:
+            return
+        done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._requests.put((_no_op, done, _STOP))
+        await done
+        writer.join()
+
+
+def _no_op(conn: sqlite3.Connection) -> None:
+    return None
 
 
 def _unavailable(exc: BaseException, path: Path) -> BaseException:

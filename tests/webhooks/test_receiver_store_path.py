@@ -1,0 +1,244 @@
+"""The store step of a delivery: one deadline, and a write that nothing interrupts.
+
+A request stops waiting for the store after ``put_timeout`` (503 with ``Retry-After``) or when
+its client hangs up, but the write itself goes on: the event is stored once and handled, and the
+sender's retry is answered ``duplicate``.  The SQLite inbox is slowed down the way another process
+would: by holding the database's write lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from whtools import HOOK, JSON, TOKEN, Recorder, encode, idle, payload, serve, wait_until
+
+from asyncsdk._models import ProcessCompleted
+from webhooks import Inbox, MemoryInbox, SQLiteInbox, TokenVerifier, WebhookReceiver
+from webhooks._store import dedup_key_text
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def make(inbox: Inbox, **options: object) -> WebhookReceiver:
+    return WebhookReceiver(
+        inbox=inbox,
+        verifier=TokenVerifier(TOKEN),
+        poll_interval=0.05,
+        **options,  # type: ignore[arg-type]
+    )
+
+
+class GatedInbox(MemoryInbox):
+    """A memory inbox whose ``put`` waits for the test's go-ahead, as a slow store would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = asyncio.Event()
+        self.gate = asyncio.Event()
+
+    async def put(self, event: ProcessCompleted, raw: bytes) -> bool:
+        self.entered.set()
+        await self.gate.wait()
+        return await super().put(event, raw)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "inbox.sqlite3"
+
+
+@contextlib.contextmanager
+def write_lock(db: Path) -> Iterator[Callable[[], None]]:
+    """Hold the database's write lock from another connection; the yielded call releases it."""
+    other = sqlite3.connect(db, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+
+    def release() -> None:
+        if other.in_transaction:
+            other.execute("COMMIT")
+
+    try:
+        yield release
+    finally:
+        release()
+        other.close()
+
+
+async def test_a_store_slower_than_put_timeout_answers_503_and_still_stores_once() -> None:
+    inbox = GatedInbox()
+    receiver = make(inbox, put_timeout=0.2, retry_after=3)
+    seen = Recorder()
+    receiver.on_completed()(seen)
+    async with serve(receiver) as client:
+        slow = await client.post(HOOK, data=encode(payload("p-1")), headers=JSON)
+        assert slow.status == 503
+        assert slow.headers["Retry-After"] == "3"
+        assert "slow" in (await slow.json())["error"]
+        inbox.gate.set()  # the write the request gave up on goes through
+        await wait_until(lambda: seen.ids == ["p-1"], "the late write to be handled")
+        retry = await client.post(HOOK, data=encode(payload("p-1")), headers=JSON)
+        assert await retry.json() == {"status": "duplicate"}
+    assert receiver.metrics.unavailable["store_slow"] == 1
+    assert seen.ids == ["p-1"]
+
+
+async def test_a_deadline_per_request_each_counted_from_its_own_start() -> None:
+    inbox = GatedInbox()
+    receiver = make(inbox, put_timeout=0.2)
+    async with serve(receiver) as client:
+        first = asyncio.create_task(client.post(HOOK, data=encode(payload("p-1")), headers=JSON))
+        async with asyncio.timeout(10):
+            await inbox.entered.wait()
+        second = await client.post(HOOK, data=encode(payload("p-2")), headers=JSON)
+        assert second.status == 503
+        assert (await first).status == 503
+        inbox.gate.set()
+        fast = await client.post(HOOK, data=encode(payload("p-3")), headers=JSON)
+        assert await fast.json() == {"status": "accepted"}
+        await idle(receiver)
+    assert receiver.metrics.unavailable["store_slow"] == 2
+    assert receiver.metrics.processed == 3
+
+
+async def test_sqlite_locked_past_put_timeout_answers_503_then_the_retry_is_a_duplicate(
+    db: Path,
+) -> None:
+    receiver = make(SQLiteInbox(db), put_timeout=0.3)
+    seen = Recorder()
+    receiver.on_completed()(seen)
+    async with serve(receiver) as client:
+        with write_lock(db) as release:
+            slow = await client.post(HOOK, data=encode(payload("p-1")), headers=JSON)
+            assert slow.status == 503
+            assert "Retry-After" in slow.headers
+            release()
+            await wait_until(
+                lambda: seen.ids == ["p-1"], "the queued write to commit and be handled"
+            )
+            retry = await client.post(HOOK, data=encode(payload("p-1")), headers=JSON)
+            assert await retry.json() == {"status": "duplicate"}
+        assert seen.ids == ["p-1"]
+
+
+async def test_sqlite_client_hanging_up_mid_commit_loses_nothing(db: Path) -> None:
+    receiver = make(SQLiteInbox(db))
+    seen = Recorder()
+    receiver.on_completed()(seen)
+    cancelled = asyncio.Event()
+
+    @web.middleware
+    async def watch(request: web.Request, handler: Handler) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    # The test server runs with handler_cancellation=True: hanging up cancels the handler.
+    async with serve(receiver, middlewares=[watch]) as client:
+        with write_lock(db) as release:
+            post = asyncio.create_task(client.post(HOOK, data=encode(payload("p-1")), headers=JSON))
+            await wait_until(lambda: receiver.metrics.received == 1, "the delivery to arrive")
+            post.cancel()  # the sender gives up while the write waits for the lock
+            with pytest.raises(asyncio.CancelledError):
+                await post
+            async with asyncio.timeout(10):
+                await cancelled.wait()
+            release()
+            await wait_until(lambda: seen.ids == ["p-1"], "the write to commit and be handled")
+    assert receiver.metrics.accepted == 0  # nobody was told, and the event is kept all the same
+
+
+async def test_sqlite_submitted_put_commits_even_when_its_future_is_cancelled(db: Path) -> None:
+    inbox = SQLiteInbox(db)
+    try:
+        event = ProcessCompleted(
+            event="process.completed",
+            process_id="p-1",
+            order_id="o-1",
+            tool="tool-virtual-staging",
+            status="done",
+        )
+        inbox.submit_put(event, b"raw").cancel()
+        assert await inbox.put(event, b"raw") is False  # the cancelled put had stored it
+        assert await inbox.pending_count() == 1
+    finally:
+        await inbox.close()
+
+
+async def test_sqlite_keeps_the_dedup_key_format_of_existing_files(db: Path) -> None:
+    inbox = SQLiteInbox(db)
+    events = [
+        ProcessCompleted(
+            event="process.completed",
+            process_id=pid,
+            order_id="o-1",
+            tool="tool-virtual-staging",
+            status=status,
+        )
+        for pid, status in (("p-1", "done"), ("prozeß-ü", "failed"), ('q"uote\\d', "done"))
+    ]
+    try:
+        for event in events:
+            assert await inbox.put(event, b"x")
+    finally:
+        await inbox.close()
+    with sqlite3.connect(db) as conn:
+        keys = [row[0] for row in conn.execute("SELECT dedup_key FROM webhook_inbox ORDER BY id")]
+    assert keys == [dedup_key_text(event) for event in events]
+
+
+async def test_sqlite_close_runs_what_was_queued_first(db: Path) -> None:
+    inbox = SQLiteInbox(db)
+    event = ProcessCompleted(
+        event="process.completed",
+        process_id="p-1",
+        order_id="o-1",
+        tool="tool-virtual-staging",
+        status="done",
+    )
+    put = inbox.submit_put(event, b"raw")
+    await inbox.close()
+    assert put.result() is True
+    reopened = SQLiteInbox(db)
+    try:
+        assert await reopened.pending_count() == 1
+    finally:
+        await reopened.close()
+
+
+def test_sqlite_stores_events_in_the_shared_storage_form() -> None:
+    from asyncsdk._models import ResultAsset
+    from webhooks._sqlite import _dedup_key, _encode_event
+    from webhooks._store import decode_event, encode_event
+
+    events = [
+        ProcessCompleted(
+            event="process.completed",
+            process_id="p-1",
+            order_id="o-1",
+            tool="tool-virtual-staging",
+            status="failed",
+        ),
+        ProcessCompleted(
+            event="process.completed",
+            process_id='prozeß-ü "q" \\ \u2028',
+            order_id="o-ß",
+            tool="tool-declutter",
+            status="done",
+            final_assets=(
+                ResultAsset(asset_id="a-1", src="https://x/1.jpg?s=1", thumbnail_src="t"),
+                ResultAsset(asset_id="a-2", asset_type="video", asset_role="preview"),
+            ),
+        ),
+    ]
+    for event in events:
+        assert _encode_event(event) == encode_event(event)
+        assert decode_event(_encode_event(event)) == event
+        assert _dedup_key(event) == dedup_key_text(event)
