@@ -16,7 +16,6 @@ from webhooks._store import (
     InboxEntry,
     InboxUnavailableError,
     UnknownEntryError,
-    dedup_key_text,
 )
 
 __all__ = ["MemoryInbox"]
@@ -28,7 +27,7 @@ _DEAD = "dead"
 @attrs.define
 class _Record:
     id: str
-    key: str
+    key: tuple[str, str, str]
     event: ProcessCompleted
     raw: bytes
     received_at: float
@@ -58,9 +57,9 @@ class MemoryInbox:
     dedup_retention: float = DEFAULT_DEDUP_RETENTION
     clock: Callable[[], float] = time.time
     _records: dict[str, _Record] = attrs.field(factory=dict, init=False)
-    _keys: dict[str, float | None] = attrs.field(factory=dict, init=False)
+    _keys: dict[tuple[str, str, str], float | None] = attrs.field(factory=dict, init=False)
     """dedup key -> expiry time once finished (``None`` while its entry is held)."""
-    _expiries: collections.deque[tuple[float, str]] = attrs.field(
+    _expiries: collections.deque[tuple[float, tuple[str, str, str]]] = attrs.field(
         factory=collections.deque, init=False
     )
     _ids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
@@ -80,7 +79,7 @@ class MemoryInbox:
         self._open()
         now = self.clock()
         self._forget_expired(now)
-        key = dedup_key_text(event)
+        key = event.dedup_key
         if key in self._keys:
             return False
         entry_id = str(next(self._ids))

@@ -52,6 +52,9 @@ _ASSET_STRINGS: Final = (
 )
 _ASSET_DEFAULTED: Final = ("asset_type", "asset_role")
 _STRUCTURAL = re.compile(rb'[\[\]{}"\\]')
+_MISSING: Final = object()
+_PLAIN_JSON: Final = frozenset(("application/json", "application/json; charset=utf-8"))
+"""The usual spellings of an accepted content type, recognised without parsing."""
 
 
 @attrs.frozen
@@ -76,8 +79,13 @@ class Parsed:
     event: ProcessCompleted
 
 
+_EMPTY_BODY: Final = Rejection(400, "empty_body", "empty body; send the event as a JSON object")
+
+
 def check_content_type(content_type: str | None) -> Rejection | None:
     """Accept ``application/json`` with no charset or ``charset=utf-8``; anything else is 415."""
+    if content_type in _PLAIN_JSON:
+        return None
     if not content_type:
         return Rejection(415, "content_type", "missing Content-Type; send application/json")
     media, _, params = content_type.partition(";")
@@ -142,11 +150,11 @@ def parse_delivery(body: bytes, content_type: str | None) -> Parsed | Ignored | 
 
 def parse_body(body: bytes) -> Parsed | Ignored | Rejection:
     """Decode a body already known to be JSON by its content type."""
-    if not body.strip():
-        return Rejection(400, "empty_body", "empty body; send the event as a JSON object")
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
+        if not body.strip():
+            return _EMPTY_BODY
         return Rejection(
             400, "encoding", f"body is not valid UTF-8 (byte offset {exc.start}); send UTF-8 JSON"
         )
@@ -157,6 +165,8 @@ def parse_body(body: bytes) -> Parsed | Ignored | Rejection:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
+        if not text.strip():
+            return _EMPTY_BODY
         return Rejection(
             400,
             "bad_json",
@@ -175,24 +185,23 @@ def parse_body(body: bytes) -> Parsed | Ignored | Rejection:
 
 def parse_event(data: Any) -> Parsed | Ignored | Rejection:
     """Check and decode an already-decoded JSON value."""
-    if not isinstance(data, Mapping):
+    if type(data) is not dict and not isinstance(data, Mapping):
         return Rejection(400, "invalid", f"the body must be a JSON object, not {_json_type(data)}")
-    if "event" not in data:
+    event = data.get("event", _MISSING)
+    if event is _MISSING:
         return Rejection(400, "invalid", "missing field 'event' (expected 'process.completed')")
-    event = data["event"]
     if not isinstance(event, str):
         return Rejection(400, "invalid", f"field 'event' must be a string, not {_json_type(event)}")
     if event != EVENT_PROCESS_COMPLETED:
         return Ignored("unknown_event", f"event type {event[:100]!r} is not handled")
     for name in _REQUIRED_STRINGS:
-        if name not in data:
+        value = data.get(name, _MISSING)
+        if isinstance(value, str) and value:
+            continue
+        if value is _MISSING:
             return Rejection(400, "invalid", f"missing field {name!r} (a non-empty string)")
-        value = data[name]
-        if not isinstance(value, str) or not value:
-            shown = "an empty string" if value == "" else _json_type(value)
-            return Rejection(
-                400, "invalid", f"field {name!r} must be a non-empty string, not {shown}"
-            )
+        shown = "an empty string" if value == "" else _json_type(value)
+        return Rejection(400, "invalid", f"field {name!r} must be a non-empty string, not {shown}")
     assets = data.get("final_assets", [])
     if assets is None:
         assets = []
@@ -202,10 +211,13 @@ def parse_event(data: Any) -> Parsed | Ignored | Rejection:
         )
     for index, asset in enumerate(assets):
         where = f"final_assets[{index}]"
-        if not isinstance(asset, Mapping):
+        if type(asset) is not dict and not isinstance(asset, Mapping):
             return Rejection(400, "invalid", f"{where} must be an object, not {_json_type(asset)}")
-        if not isinstance(asset.get("asset_id"), str) or not asset["asset_id"]:
+        asset_id = asset.get("asset_id")
+        if not isinstance(asset_id, str) or not asset_id:
             return Rejection(400, "invalid", f"{where}.asset_id must be a non-empty string")
+        if all(isinstance(value, str) for value in asset.values()):
+            continue  # the common case: nothing but strings, so every field below is one
         for name in _ASSET_STRINGS:
             if name in asset and not isinstance(asset[name], str):
                 return Rejection(
@@ -222,7 +234,7 @@ def parse_event(data: Any) -> Parsed | Ignored | Rejection:
         order_id=data["order_id"],
         tool=data["tool"],
         status=data["status"],
-        final_assets=tuple(_result_asset(asset) for asset in assets),
+        final_assets=tuple([_result_asset(asset) for asset in assets]),
     )
     return Parsed(model)
 
@@ -233,6 +245,8 @@ def _result_asset(asset: Mapping[str, Any]) -> ResultAsset:
         thumbnail = asset["thumbnail_src"]
     else:
         thumbnail = asset.get("temp_thumbnail_src", "")
+    if "asset_type" not in asset and "asset_role" not in asset:
+        return ResultAsset(asset_id=asset["asset_id"], src=src, thumbnail_src=thumbnail)
     extra = {name: asset[name] for name in _ASSET_DEFAULTED if name in asset}
     return ResultAsset(asset_id=asset["asset_id"], src=src, thumbnail_src=thumbnail, **extra)
 

@@ -2,8 +2,9 @@
 
 Request path, in order, and never slower than the store's commit: body-size cap (Content-Length,
 then while reading), content type, raw body, verification, parsing, optional process filter,
-backpressure, then one atomic dedup claim + durable persist (``inbox.put``, shielded from client
-disconnects) and the 2xx.  Handlers never run on the request path; the worker pool runs them from
+backpressure, then one atomic dedup claim + durable persist (``inbox.put``, which neither a client
+that hangs up nor the ``put_timeout`` deadline interrupts: they only stop the request waiting for
+it) and the 2xx.  Handlers never run on the request path; the worker pool runs them from
 the inbox.
 
 ::
@@ -20,12 +21,14 @@ the inbox.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import functools
 import json
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
-from typing import Any, Final, Literal, TypeVar, overload
+from typing import Any, Final, Literal, Protocol, TypeVar, overload, runtime_checkable
 
 from aiohttp import hdrs, web
 from aiohttp.web_log import AccessLogger
@@ -37,7 +40,14 @@ from webhooks._fetchback import ProcessClient
 from webhooks._memory import MemoryInbox
 from webhooks._metrics import Metrics
 from webhooks._parse import Ignored, Parsed, Rejection, check_content_type, parse_body
-from webhooks._store import AtomicInbox, Inbox, InboxEntry, RegistrySink, ResultSink
+from webhooks._store import (
+    AtomicInbox,
+    Inbox,
+    InboxEntry,
+    InboxUnavailableError,
+    RegistrySink,
+    ResultSink,
+)
 from webhooks._verify import TOKEN_PARAM, Delivery, Verifier
 from webhooks._worker import AtomicHandler, Handler, HandlerSpec, RetryPolicy, WorkerPool
 
@@ -94,6 +104,69 @@ def _names(value: str | Iterable[str] | None, what: str) -> frozenset[str] | Non
     if not names or not all(isinstance(n, str) and n for n in names):
         raise ConfigurationError(f"{what} must be a non-empty string or a list of them")
     return names
+
+
+@runtime_checkable
+class _SubmitsPuts(Protocol):
+    """An inbox that queues a put and answers through a future (:class:`~webhooks.SQLiteInbox`).
+
+    The write goes ahead whatever becomes of the future, so nothing has to shield it.
+    """
+
+    def submit_put(self, event: ProcessCompleted, raw: bytes) -> asyncio.Future[bool]: ...
+
+
+def _relay(answer: asyncio.Future[bool], task: asyncio.Task[bool]) -> None:
+    """Pass a put task's outcome to the future its request awaits (if it still does)."""
+    if answer.done():
+        if not task.cancelled():
+            task.exception()  # nobody waits any more: mark the outcome as seen
+        return
+    if task.cancelled():
+        answer.set_exception(InboxUnavailableError("the store write was cancelled"))
+    elif (error := task.exception()) is not None:
+        answer.set_exception(error)
+    else:
+        answer.set_result(task.result())
+
+
+class _Deadlines:
+    """Gives up on store answers ``seconds`` after each began, with one timer for all of them.
+
+    Every wait lasts as long and they begin in order, so they also end in order: a queue of
+    ``(deadline, answer)`` and one timer for the oldest answer still awaited take the place of a
+    timer per request.  A late answer is cancelled, which only stops its request waiting.
+    """
+
+    __slots__ = ("_seconds", "_timer", "_waits")
+
+    def __init__(self, seconds: float) -> None:
+        self._seconds = seconds
+        self._waits: collections.deque[tuple[float, asyncio.Future[Any]]] = collections.deque()
+        self._timer: asyncio.TimerHandle | None = None
+
+    def watch(self, answer: asyncio.Future[Any]) -> None:
+        waits = self._waits
+        while waits and waits[0][1].done():
+            waits.popleft()
+        loop = answer.get_loop()
+        deadline = loop.time() + self._seconds
+        waits.append((deadline, answer))
+        if self._timer is None:
+            self._timer = loop.call_at(deadline, self._expire, loop)
+
+    def _expire(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._timer = None
+        waits = self._waits
+        now = loop.time()
+        while waits:
+            deadline, answer = waits[0]
+            if not answer.done():
+                if deadline > now:
+                    self._timer = loop.call_at(deadline, self._expire, loop)
+                    return
+                answer.cancel()
+            waits.popleft()
 
 
 class WebhookReceiver:
@@ -217,6 +290,9 @@ class WebhookReceiver:
         self._app: web.Application | None = None
         self._state = "new"  # new -> running -> stopping -> stopped
         self._puts: set[asyncio.Task[bool]] = set()
+        self._put_never_waits = type(inbox) is MemoryInbox
+        self._submit_put = inbox.submit_put if isinstance(inbox, _SubmitsPuts) else None
+        self._deadlines = _Deadlines(self.put_timeout)
         self._stop_task: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
@@ -453,7 +529,7 @@ class WebhookReceiver:
 
         delivery = Delivery(
             headers=_LowerHeaders(request.headers),
-            path_params=dict(request.match_info),
+            path_params=request.match_info,
             body=body,
         )
         rejection = self.verifier.verify(delivery)
@@ -484,7 +560,7 @@ class WebhookReceiver:
         return await self._store(event, body, started)
 
     async def _store(self, event: ProcessCompleted, body: bytes, started: float) -> web.Response:
-        if type(self.inbox) is MemoryInbox:
+        if self._put_never_waits:
             # Its put never suspends, so neither a disconnect nor a timeout can interrupt it.
             try:
                 stored = await self.inbox.put(event, body)
@@ -492,21 +568,38 @@ class WebhookReceiver:
                 logger.warning("the webhook inbox failed to store an event: %s", exc)
                 return self._unavailable("store_unavailable", "the event store is unavailable")
             return self._stored(stored, started)
-        task = asyncio.ensure_future(self.inbox.put(event, body))
-        self._puts.add(task)
-        task.add_done_callback(self._puts.discard)
         try:
-            # Shielded: a client that hangs up (with handler_cancellation on) or a timeout here
-            # cannot cancel a persist that may already be committing.
-            async with asyncio.timeout(self.put_timeout):
-                stored = await asyncio.shield(task)
-        except TimeoutError:
+            # The write goes ahead whatever becomes of ``answer``: a client that hangs up (with
+            # handler_cancellation on) or the deadline only stops this request waiting for it.
+            if self._submit_put is not None:
+                answer = self._submit_put(event, body)
+            else:
+                answer = self._put_in_task(event, body)
+        except Exception as exc:
+            logger.warning("the webhook inbox failed to store an event: %s", exc)
+            return self._unavailable("store_unavailable", "the event store is unavailable")
+        self._deadlines.watch(answer)
+        try:
+            stored = await answer
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # this request itself is being cancelled
             logger.warning("the webhook inbox took longer than %s s to store", self.put_timeout)
             return self._unavailable("store_slow", "the event store is slow; retry later")
         except Exception as exc:
             logger.warning("the webhook inbox failed to store an event: %s", exc)
             return self._unavailable("store_unavailable", "the event store is unavailable")
         return self._stored(stored, started)
+
+    def _put_in_task(self, event: ProcessCompleted, body: bytes) -> asyncio.Future[bool]:
+        """Run ``inbox.put`` in a task of its own (kept until it ends) and relay its answer."""
+        task = asyncio.ensure_future(self.inbox.put(event, body))
+        self._puts.add(task)
+        task.add_done_callback(self._puts.discard)
+        answer: asyncio.Future[bool] = task.get_loop().create_future()
+        task.add_done_callback(functools.partial(_relay, answer))
+        return answer
 
     def _stored(self, stored: bool, started: float) -> web.Response:
         if stored:
