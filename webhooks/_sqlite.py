@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import queue
 import sqlite3
@@ -38,6 +37,8 @@ from webhooks._store import (
     InboxUnavailableError,
     UnknownEntryError,
     decode_event,
+    dedup_key_text,
+    encode_event,
 )
 
 __all__ = ["SQLiteInbox"]
@@ -79,39 +80,6 @@ _PENDING: Final = "pending"
 _DONE: Final = "done"
 _DEAD: Final = "dead"
 _PURGE_EVERY: Final = 1000
-_ENCODER: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
-"""The compact form of :func:`~webhooks._store.dedup_key_text` and
-:func:`~webhooks._store.encode_event`, without building an encoder per call."""
-
-
-def _dedup_key(event: ProcessCompleted) -> str:
-    """:func:`~webhooks._store.dedup_key_text`, byte for byte (a test holds them equal)."""
-    return _ENCODER.encode(list(event.dedup_key))
-
-
-def _encode_event(event: ProcessCompleted) -> bytes:
-    """:func:`~webhooks._store.encode_event`, byte for byte (a test holds them equal)."""
-    return _ENCODER.encode(
-        {
-            "event": event.event,
-            "process_id": event.process_id,
-            "order_id": event.order_id,
-            "tool": event.tool,
-            "status": event.status,
-            "final_assets": [
-                {
-                    "asset_id": asset.asset_id,
-                    "src": asset.src,
-                    "thumbnail_src": asset.thumbnail_src,
-                    "asset_type": asset.asset_type,
-                    "asset_role": asset.asset_role,
-                }
-                for asset in event.final_assets
-            ],
-        }
-    ).encode()
-
-
 _CLAIM_SQL: Final = (
     "UPDATE webhook_inbox SET claimed_by = ?, claimed_at = ?, attempts = attempts + 1"
     " WHERE id IN (SELECT id FROM webhook_inbox WHERE state = ? AND due_at <= ?"
@@ -360,8 +328,8 @@ class SQLiteInbox:
         hung up, a timeout) never interrupts or undoes a commit.  Raises
         :class:`~webhooks.InboxUnavailableError` at once if the inbox is closed.
         """
-        key = _dedup_key(event)
-        data = _encode_event(event)
+        key = dedup_key_text(event)
+        data = encode_event(event)
         body = bytes(raw)
 
         def op(conn: sqlite3.Connection) -> bool:

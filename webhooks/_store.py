@@ -235,9 +235,13 @@ class RegistrySink(ResultSink, Protocol):
 _CONVERTER = make_converter()
 
 
+_ENCODE: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+"""``json.dumps`` with the storage form's options, built once (``dumps`` builds one per call)."""
+
+
 def dedup_key_text(event: ProcessCompleted) -> str:
     """The dedup key as one unambiguous string (a JSON array), for use as a storage key."""
-    return json.dumps(list(event.dedup_key), separators=(",", ":"), ensure_ascii=False)
+    return _ENCODE(list(event.dedup_key))
 
 
 _EVENT_FIELDS: Final = ("event", "process_id", "order_id", "tool", "status")
@@ -246,11 +250,25 @@ _ASSET_FIELDS: Final = ("asset_id", "src", "thumbnail_src", "asset_type", "asset
 
 def encode_event(event: ProcessCompleted) -> bytes:
     """The storage form of an event (compact JSON, the model's own field names)."""
-    data: dict[str, Any] = {name: getattr(event, name) for name in _EVENT_FIELDS}
-    data["final_assets"] = [
-        {name: getattr(asset, name) for name in _ASSET_FIELDS} for asset in event.final_assets
-    ]
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+    return _ENCODE(
+        {
+            "event": event.event,
+            "process_id": event.process_id,
+            "order_id": event.order_id,
+            "tool": event.tool,
+            "status": event.status,
+            "final_assets": [
+                {
+                    "asset_id": asset.asset_id,
+                    "src": asset.src,
+                    "thumbnail_src": asset.thumbnail_src,
+                    "asset_type": asset.asset_type,
+                    "asset_role": asset.asset_role,
+                }
+                for asset in event.final_assets
+            ],
+        }
+    ).encode()
 
 
 def decode_event(data: bytes | str) -> ProcessCompleted:

@@ -213,9 +213,8 @@ async def test_sqlite_close_runs_what_was_queued_first(db: Path) -> None:
         await reopened.close()
 
 
-def test_sqlite_stores_events_in_the_shared_storage_form() -> None:
+def test_the_storage_form_round_trips_and_keeps_its_bytes() -> None:
     from asyncsdk._models import ResultAsset
-    from webhooks._sqlite import _dedup_key, _encode_event
     from webhooks._store import decode_event, encode_event
 
     events = [
@@ -239,6 +238,12 @@ def test_sqlite_stores_events_in_the_shared_storage_form() -> None:
         ),
     ]
     for event in events:
-        assert _encode_event(event) == encode_event(event)
-        assert decode_event(_encode_event(event)) == event
-        assert _dedup_key(event) == dedup_key_text(event)
+        assert decode_event(encode_event(event)) == event
+    # The form files written before hold: compact JSON, field order, non-ASCII kept as is.
+    assert encode_event(events[0]) == (
+        b'{"event":"process.completed","process_id":"p-1","order_id":"o-1",'
+        b'"tool":"tool-virtual-staging","status":"failed","final_assets":[]}'
+    )
+    assert dedup_key_text(events[1]) == (
+        '["process.completed","prozeß-ü \\"q\\" \\\\ \u2028","done"]'
+    )
