@@ -1,9 +1,13 @@
 """The worker pool: takes stored events from the inbox and runs them through handlers.
 
-One feeder task claims batches from the inbox as worker slots free up (woken at once by each new
-event, and every ``poll_interval`` for delayed retries and claims abandoned by crashed processes);
-each claimed entry runs in its own task, at most ``workers`` at a time.  A heartbeat task renews the
-claims of running entries so that a slow handler is not handed to a second worker.
+``workers`` long-lived worker tasks take claimed entries from a local queue and run them one after
+another; one feeder task fills the queue from the inbox (woken at once by each new event and
+whenever the queue runs low, and by a ticker every ``poll_interval`` for delayed retries and
+claims abandoned by crashed processes).  While the inbox has a backlog the feeder claims up to
+``workers`` entries beyond the free workers, so that a worker that finishes starts the next entry
+at once and claims come in batches; a worker whose entries never suspend yields to the event loop
+every ``_BURST`` entries.  A heartbeat task renews the claims of running and queued entries so
+that none is handed to a second worker.
 
 For each entry: fetch-back (optional), the result sink, then every matching handler, each under
 its own timeout.  All succeed: ack; handlers registered with ``atomic=True`` fill a buffer of
@@ -18,11 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import random
 import time
 import uuid
+from collections import deque
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any, Final
 
@@ -43,6 +47,8 @@ AtomicHandler = Callable[[ProcessCompleted, Any], Awaitable[None]]
 :class:`~webhooks.RedisWrites`); they are applied together with the ack."""
 
 _RELEASE_TIMEOUT: Final = 5.0
+_BURST: Final = 16
+"""Entries a worker runs back to back without suspending before it yields to the event loop."""
 
 
 @attrs.frozen
@@ -108,9 +114,14 @@ class WorkerPool:
 
     backlog: int = attrs.field(default=0, init=False)
     """Entries stored but not finished, as this process knows it (refreshed from the inbox)."""
-    _in_flight: dict[str, asyncio.Task[None]] = attrs.field(factory=dict, init=False)
+    _running: dict[str, InboxEntry] = attrs.field(factory=dict, init=False)
+    _ready: deque[InboxEntry] = attrs.field(factory=deque, init=False)
+    """Claimed entries no worker has started yet."""
+    _has_ready: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
     _wake: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
+    _loops: list[asyncio.Task[None]] = attrs.field(factory=list, init=False)
     _feeder: asyncio.Task[None] | None = attrs.field(default=None, init=False)
+    _ticker: asyncio.Task[None] | None = attrs.field(default=None, init=False)
     _heartbeat: asyncio.Task[None] | None = attrs.field(default=None, init=False)
     _stopping: bool = attrs.field(default=False, init=False)
     _done_handlers: dict[str, set[int]] = attrs.field(factory=dict, init=False)
@@ -121,7 +132,12 @@ class WorkerPool:
         with contextlib.suppress(Exception):
             self.backlog = await self.inbox.pending_count()
         self._stopping = False
+        self._loops = [
+            asyncio.create_task(self._work(), name=f"webhooks-worker-{n}")
+            for n in range(self.workers)
+        ]
         self._feeder = asyncio.create_task(self._feed(), name="webhooks-feeder")
+        self._ticker = asyncio.create_task(self._tick(), name="webhooks-ticker")
         self._heartbeat = asyncio.create_task(self._beat(), name="webhooks-heartbeat")
 
     def stored(self) -> None:
@@ -131,69 +147,112 @@ class WorkerPool:
 
     @property
     def in_flight(self) -> int:
-        return len(self._in_flight)
+        """Entries this process holds: running, or claimed and waiting for a worker."""
+        return len(self._running) + len(self._ready)
 
     async def stop(self, deadline: float) -> None:
-        """Stop claiming, let running entries finish for ``deadline`` seconds, release the rest."""
+        """Stop claiming, hand back queued entries, let running ones finish for ``deadline``
+        seconds, and release the rest."""
         self._stopping = True
-        for task in (self._feeder, self._heartbeat):
+        for task in (self._feeder, self._ticker, self._heartbeat):
             if task is not None:
                 task.cancel()
-        for task in (self._feeder, self._heartbeat):
+        for task in (self._feeder, self._ticker, self._heartbeat):
             if task is not None:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-        running = set(self._in_flight.values())
-        if running:
-            _, late = await asyncio.wait(running, timeout=max(0.0, deadline))
+        self._has_ready.set()  # idle workers see _stopping and end
+        await self._release_ready()
+        loops, self._loops = self._loops, []
+        if not loops:
+            return
+        _, late = await asyncio.wait(loops, timeout=max(0.0, deadline))
+        if late:
+            logger.warning(
+                "%d webhook event(s) still running at shutdown; left in the inbox",
+                len(self._running),
+            )
             for task in late:
                 task.cancel()
-            if late:
-                logger.warning(
-                    "%d webhook event(s) still running at shutdown; left in the inbox", len(late)
-                )
-                await asyncio.wait(late)
+            await asyncio.wait(late)
+
+    async def _release_ready(self) -> None:
+        """Hand back the claimed entries no worker started, so any process can take them now."""
+        waiting, self._ready = list(self._ready), deque()
+        for entry in waiting:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(_RELEASE_TIMEOUT):
+                    await self.inbox.retry_later(
+                        entry.id, "the receiver stopped before the entry started", 0.0
+                    )
 
     # -- claiming -------------------------------------------------------------------------
 
     async def _feed(self) -> None:
         while not self._stopping:
-            free = self.workers - len(self._in_flight)
-            if free <= 0:
+            held = len(self._running) + len(self._ready)
+            free = self.workers - held
+            # More unfinished entries than this process holds: claim a batch in reserve.
+            limit = free + (self.workers if self.backlog > held else 0)
+            if limit <= 0 or len(self._ready) >= self.workers:
                 self._wake.clear()
                 await self._wake.wait()
                 continue
             self._wake.clear()
             try:
-                batch = await self.inbox.claim_batch(self.consumer, free)
+                batch = await self.inbox.claim_batch(self.consumer, limit)
             except Exception as exc:
                 logger.warning("claiming from the webhook inbox failed (%s); retrying", exc)
                 batch = []
+            queued = {entry.id for entry in self._ready}
             for entry in batch:
-                if entry.id in self._in_flight:
-                    # Our own claim lapsed (renewal failed) and came back to us: it is running.
+                if entry.id in self._running or entry.id in queued:
+                    # Our own claim lapsed (renewal failed) and came back to us: it is held.
                     continue
-                task = asyncio.create_task(self._run(entry), name=f"webhooks-entry-{entry.id}")
-                self._in_flight[entry.id] = task
-                task.add_done_callback(functools.partial(self._finished, entry.id))
-            if len(batch) < free:
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(self.poll_interval):
-                        await self._wake.wait()
+                self._ready.append(entry)
+            if self._ready:
+                self._has_ready.set()
+            if len(batch) < limit:
+                # Nothing more is due: sleep until a new event, a worker or the next tick.
+                await self._wake.wait()
 
-    def _finished(self, entry_id: str, task: asyncio.Task[None]) -> None:
-        if self._in_flight.get(entry_id) is task:
-            del self._in_flight[entry_id]
-        self._wake.set()
+    async def _tick(self) -> None:
+        """Wake the feeder every ``poll_interval`` for delayed retries and abandoned claims."""
+        while True:
+            await asyncio.sleep(self.poll_interval)
+            self._wake.set()
+
+    async def _work(self) -> None:
+        burst = 0
+        while not self._stopping:
+            if not self._ready:
+                self._has_ready.clear()
+                self._wake.set()  # the queue is empty: ask the feeder for more
+                await self._has_ready.wait()
+                burst = 0
+                continue
+            entry = self._ready.popleft()
+            if len(self._ready) < self.workers:
+                self._wake.set()
+            self._running[entry.id] = entry
+            try:
+                await self._run(entry)
+            finally:
+                del self._running[entry.id]
+            burst += 1
+            if burst >= _BURST:
+                burst = 0
+                await asyncio.sleep(0)
 
     async def _beat(self) -> None:
         interval = max(0.05, self.inbox.claim_timeout / 3)
         last_count = time.monotonic()
         while True:
             await asyncio.sleep(interval)
-            if self._in_flight:
+            held = [*self._running, *(entry.id for entry in self._ready)]
+            if held:
                 try:
-                    await self.inbox.extend(self.consumer, list(self._in_flight))
+                    await self.inbox.extend(self.consumer, held)
                 except Exception:
                     logger.exception("renewing webhook inbox claims failed")
             if time.monotonic() - last_count >= 10 * self.poll_interval:

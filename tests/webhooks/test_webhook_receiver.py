@@ -421,6 +421,33 @@ async def test_work_past_the_drain_deadline_stays_in_the_inbox() -> None:
         await wait_until(lambda: seen.ids == ["p-1"], "the next run handled it")
 
 
+async def test_claimed_entries_no_worker_started_are_handed_back_at_stop() -> None:
+    """Under a backlog the pool claims ahead of its workers; stopping releases those at once
+    (another process need not wait for their claims to time out) and they keep their place."""
+    inbox = MemoryInbox(claim_timeout=3600, clock=lambda: 0.0)
+    receiver = make(inbox, workers=1, drain_timeout=0.05, close_inbox=False)
+    started = asyncio.Event()
+
+    @receiver.on_completed()
+    async def never(event: ProcessCompleted) -> None:
+        started.set()
+        await asyncio.Event().wait()
+
+    async with serve(receiver) as client:
+        for n in range(4):
+            await client.post(HOOK, data=encode(payload(f"p-{n}")), headers=JSON)
+        async with asyncio.timeout(10):
+            await started.wait()
+        # One entry runs; one more is claimed in reserve behind it.
+        await wait_until(lambda: receiver._pool.in_flight == 2, "a reserve claimed")
+    # Both are due again now: the running one was cancelled past drain_timeout, the queued one
+    # was handed back unstarted.
+    again = await inbox.claim_batch("another-process", 10)
+    assert sorted(e.event.process_id for e in again) == ["p-0", "p-1", "p-2", "p-3"]
+    queued = [e for e in again if e.last_error == "the receiver stopped before the entry started"]
+    assert len(queued) == 1
+
+
 async def test_known_process_filter_drops_foreign_ids() -> None:
     known = {"mine-1"}
     receiver = make(process_filter=KnownProcessFilter(known))
