@@ -28,6 +28,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from types import MappingProxyType
 from typing import Any, Final, Literal, Protocol, TypeVar, overload, runtime_checkable
 
 from aiohttp import hdrs, web
@@ -288,6 +289,7 @@ class WebhookReceiver:
             **pool_options,
         )
         self._app: web.Application | None = None
+        self._mounted = False
         self._state = "new"  # new -> running -> stopping -> stopped
         self._puts: set[asyncio.Task[bool]] = set()
         self._put_never_waits = type(inbox) is MemoryInbox
@@ -385,11 +387,28 @@ class WebhookReceiver:
         return self._app
 
     def setup(self, app: web.Application, prefix: str = "/hooks/") -> web.AbstractResource:
-        """Mount on ``app`` at ``prefix`` and store the receiver under ``RECEIVER_KEY``."""
+        """Mount on ``app`` at ``prefix`` and store the receiver under ``RECEIVER_KEY``.
+
+        With a token in the path (:class:`~webhooks.TokenVerifier`), the exact URL of each token
+        is also routed on ``app`` itself, which aiohttp resolves with one dictionary lookup
+        instead of going through the sub-application; every other path under ``prefix`` (an
+        unknown token, ``metrics``) goes to the sub-application as before.
+        """
         if not prefix.startswith("/"):
             raise ConfigurationError(f"prefix must start with '/', e.g. '/hooks/', not {prefix!r}")
+        if self._mounted:
+            raise ConfigurationError(
+                "this receiver is mounted already; build one WebhookReceiver per application"
+            )
         app[RECEIVER_KEY] = self
-        return app.add_subapp(prefix, self.app)
+        mounted = app.add_subapp(prefix, self.app)
+        self._mounted = True
+        for token in getattr(self.verifier, "path_tokens", ()):
+            params = MappingProxyType({TOKEN_PARAM: token})
+            app.router.add_post(
+                f"{prefix.rstrip('/')}/{token}", functools.partial(self._receive, params)
+            )
+        return mounted
 
     async def _lifespan(self, _app: web.Application) -> AsyncIterator[None]:
         await self.start()
@@ -509,6 +528,11 @@ class WebhookReceiver:
         return b"".join(chunks)
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        return await self._receive(request.match_info, request)
+
+    async def _receive(
+        self, path_params: Mapping[str, str], request: web.Request
+    ) -> web.StreamResponse:
         started = time.perf_counter()
         self.metrics.received += 1
         if self._state != "running":
@@ -529,7 +553,7 @@ class WebhookReceiver:
 
         delivery = Delivery(
             headers=_LowerHeaders(request.headers),
-            path_params=request.match_info,
+            path_params=path_params,
             body=body,
         )
         rejection = self.verifier.verify(delivery)

@@ -128,6 +128,11 @@ class TokenVerifier:
             f"in_path={self.in_path!r})"
         )
 
+    @property
+    def path_tokens(self) -> tuple[str, ...]:
+        """The tokens a delivery may carry in its path (none with ``in_path=False``)."""
+        return tuple(t.decode() for t in self._tokens) if self.in_path else ()
+
     def verify(self, delivery: Delivery) -> Rejection | None:
         candidates: list[str] = []
         if self.in_path and TOKEN_PARAM in delivery.path_params:

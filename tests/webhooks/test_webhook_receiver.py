@@ -275,6 +275,40 @@ async def test_token_in_path_or_header_with_rotation() -> None:
     assert receiver.metrics.rejected["token"] == 2
 
 
+async def test_setup_routes_each_path_token_on_the_host_app() -> None:
+    """Each token's exact URL resolves on the host app; the rest of the prefix stays mounted."""
+
+    def build() -> WebhookReceiver:
+        return WebhookReceiver(
+            inbox=MemoryInbox(), verifier=TokenVerifier([TOKEN, OLD_TOKEN]), metrics_route=True
+        )
+
+    app = web.Application()
+    once = build()
+    mounted = once.setup(app, prefix="/in/hooks")
+    with pytest.raises(ConfigurationError, match="mounted already"):
+        once.setup(web.Application())
+    plain = {r.canonical for r in app.router.resources() if isinstance(r, web.PlainResource)}
+    assert plain == {f"/in/hooks/{TOKEN}", f"/in/hooks/{OLD_TOKEN}"}
+    assert isinstance(mounted, web.PrefixedSubAppResource)
+    # A header-only verifier adds no routes of its own.
+    header_only = WebhookReceiver(inbox=MemoryInbox(), verifier=TokenVerifier(TOKEN, in_path=False))
+    other = web.Application()
+    header_only.setup(other)
+    assert not [r for r in other.router.resources() if isinstance(r, web.PlainResource)]
+    receiver = build()
+    async with serve(receiver, prefix="/in/hooks/") as client:
+        for token in (TOKEN, OLD_TOKEN):
+            answer = await client.post(
+                f"/in/hooks/{token}", data=encode(payload(f"p-{token[:3]}")), headers=JSON
+            )
+            assert answer.status == 200
+        wrong = await client.post("/in/hooks/" + "w" * 40, data=encode(payload()), headers=JSON)
+        assert wrong.status == 401
+        assert (await client.get("/in/hooks/metrics")).status == 200
+    assert receiver.metrics.accepted == 2
+
+
 async def test_store_unavailable_answers_503_and_loses_nothing() -> None:
     inbox = SwitchableInbox()
     receiver = make(inbox, retry_after=7)
