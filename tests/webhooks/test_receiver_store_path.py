@@ -16,7 +16,18 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
-from whtools import HOOK, JSON, TOKEN, Recorder, encode, idle, payload, serve, wait_until
+from whtools import (
+    HOOK,
+    JSON,
+    TOKEN,
+    Recorder,
+    cancellation_watch,
+    encode,
+    idle,
+    payload,
+    serve,
+    wait_until,
+)
 
 from asyncsdk._models import ProcessCompleted
 from webhooks import Inbox, MemoryInbox, SQLiteInbox, TokenVerifier, WebhookReceiver
@@ -130,17 +141,7 @@ async def test_sqlite_client_hanging_up_mid_commit_loses_nothing(db: Path) -> No
     receiver = make(SQLiteInbox(db))
     seen = Recorder()
     receiver.on_completed()(seen)
-    cancelled = asyncio.Event()
-
-    @web.middleware
-    async def watch(request: web.Request, handler: Handler) -> web.StreamResponse:
-        try:
-            return await handler(request)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-
-    # The test server runs with handler_cancellation=True: hanging up cancels the handler.
+    watch, cancelled = cancellation_watch()
     async with serve(receiver, middlewares=[watch]) as client:
         with write_lock(db) as release:
             post = asyncio.create_task(client.post(HOOK, data=encode(payload("p-1")), headers=JSON))
@@ -155,16 +156,20 @@ async def test_sqlite_client_hanging_up_mid_commit_loses_nothing(db: Path) -> No
     assert receiver.metrics.accepted == 0  # nobody was told, and the event is kept all the same
 
 
+def _done(process_id: str) -> ProcessCompleted:
+    return ProcessCompleted(
+        event="process.completed",
+        process_id=process_id,
+        order_id="o-1",
+        tool="tool-virtual-staging",
+        status="done",
+    )
+
+
 async def test_sqlite_submitted_put_commits_even_when_its_future_is_cancelled(db: Path) -> None:
     inbox = SQLiteInbox(db)
     try:
-        event = ProcessCompleted(
-            event="process.completed",
-            process_id="p-1",
-            order_id="o-1",
-            tool="tool-virtual-staging",
-            status="done",
-        )
+        event = _done("p-1")
         inbox.submit_put(event, b"raw").cancel()
         assert await inbox.put(event, b"raw") is False  # the cancelled put had stored it
         assert await inbox.pending_count() == 1
@@ -196,13 +201,7 @@ async def test_sqlite_keeps_the_dedup_key_format_of_existing_files(db: Path) -> 
 
 async def test_sqlite_close_runs_what_was_queued_first(db: Path) -> None:
     inbox = SQLiteInbox(db)
-    event = ProcessCompleted(
-        event="process.completed",
-        process_id="p-1",
-        order_id="o-1",
-        tool="tool-virtual-staging",
-        status="done",
-    )
+    event = _done("p-1")
     put = inbox.submit_put(event, b"raw")
     await inbox.close()
     assert put.result() is True

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
-from aiohttp.typedefs import Handler
 from whtools import (
     HOOK,
     JSON,
@@ -18,6 +17,7 @@ from whtools import (
     TOKEN,
     Recorder,
     SwitchableInbox,
+    cancellation_watch,
     encode,
     eventually,
     idle,
@@ -572,17 +572,7 @@ async def test_a_client_hanging_up_mid_persist_loses_nothing_with_handler_cancel
     receiver = make(inbox)
     seen = Recorder()
     receiver.on_completed()(seen)
-    cancelled = asyncio.Event()
-
-    @web.middleware
-    async def watch(request: web.Request, handler: Handler) -> web.StreamResponse:
-        try:
-            return await handler(request)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-
-    # The test server runs with handler_cancellation=True: hanging up cancels the handler.
+    watch, cancelled = cancellation_watch()
     async with serve(receiver, middlewares=[watch]) as client:
         post = asyncio.create_task(client.post(HOOK, data=encode(payload("p-1")), headers=JSON))
         async with asyncio.timeout(10):

@@ -150,5 +150,21 @@ class SwitchableInbox(MemoryInbox):
         return await super().claim_batch(consumer, limit)
 
 
+def cancellation_watch() -> tuple[Any, asyncio.Event]:
+    """A middleware that sets the returned event when a request handler is cancelled (with
+    ``handler_cancellation=True``, as the test server runs, hanging up cancels the handler)."""
+    cancelled = asyncio.Event()
+
+    @web.middleware
+    async def watch(request: web.Request, handler: Any) -> web.StreamResponse:
+        try:
+            return await handler(request)  # type: ignore[no-any-return]
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    return watch, cancelled
+
+
 def statuses(answers: Sequence[dict[str, Any]]) -> list[str]:
     return [a.get("status", "") for a in answers]
