@@ -20,6 +20,7 @@ from whtools import (
     HOOK,
     JSON,
     TOKEN,
+    GatedInbox,
     Recorder,
     cancellation_watch,
     encode,
@@ -30,7 +31,7 @@ from whtools import (
 )
 
 from asyncsdk._models import ProcessCompleted
-from webhooks import Inbox, MemoryInbox, SQLiteInbox, TokenVerifier, WebhookReceiver
+from webhooks import Inbox, SQLiteInbox, TokenVerifier, WebhookReceiver
 from webhooks._store import dedup_key_text
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -43,20 +44,6 @@ def make(inbox: Inbox, **options: object) -> WebhookReceiver:
         poll_interval=0.05,
         **options,  # type: ignore[arg-type]
     )
-
-
-class GatedInbox(MemoryInbox):
-    """A memory inbox whose ``put`` waits for the test's go-ahead, as a slow store would."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.entered = asyncio.Event()
-        self.gate = asyncio.Event()
-
-    async def put(self, event: ProcessCompleted, raw: bytes) -> bool:
-        self.entered.set()
-        await self.gate.wait()
-        return await super().put(event, raw)
 
 
 @pytest.fixture

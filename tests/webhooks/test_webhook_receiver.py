@@ -15,6 +15,7 @@ from whtools import (
     JSON,
     OLD_TOKEN,
     TOKEN,
+    GatedInbox,
     Recorder,
     SwitchableInbox,
     cancellation_watch,
@@ -551,20 +552,6 @@ def test_misconfiguration_names_the_fix() -> None:
         WebhookReceiver(inbox=MemoryInbox(), verifier=NoVerification(), workers=0)
     with pytest.raises(ConfigurationError, match="10 seconds"):
         WebhookReceiver(inbox=MemoryInbox(), verifier=NoVerification(), put_timeout=9)
-
-
-class GatedInbox(MemoryInbox):
-    """A memory inbox whose ``put`` waits for the test's go-ahead, as a slow disk would."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.entered = asyncio.Event()
-        self.gate = asyncio.Event()
-
-    async def put(self, event: ProcessCompleted, raw: bytes) -> bool:
-        self.entered.set()
-        await self.gate.wait()
-        return await super().put(event, raw)
 
 
 async def test_a_client_hanging_up_mid_persist_loses_nothing_with_handler_cancellation() -> None:

@@ -134,6 +134,20 @@ class Recorder:
         return [e.process_id for e in self.events]
 
 
+class GatedInbox(MemoryInbox):
+    """A memory inbox whose ``put`` waits for the test's go-ahead, as a slow store would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = asyncio.Event()
+        self.gate = asyncio.Event()
+
+    async def put(self, event: ProcessCompleted, raw: bytes) -> bool:
+        self.entered.set()
+        await self.gate.wait()
+        return await super().put(event, raw)
+
+
 class SwitchableInbox(MemoryInbox):
     """A memory inbox whose store can be switched off, as a Redis or disk outage would."""
 
