@@ -52,6 +52,7 @@ import attrs
 
 from asyncsdk._errors import APIError, ConfigurationError, NotFoundError, ValidationError
 from asyncsdk._models import Asset, AssetRole, Tool, ToolSlug, Widget, WidgetItem
+from asyncsdk._sansio import is_mapping, is_sequence
 
 __all__ = [
     "MULTI_SELECT_WIDGETS",
@@ -608,7 +609,7 @@ def _widget_entries(widgets: WidgetsArg | None) -> list[tuple[str, tuple[str, ..
     if widgets is None:
         return []
     entries: list[tuple[str, tuple[str, ...]]] = []
-    if isinstance(widgets, Mapping):
+    if is_mapping(widgets):
         for key, value in widgets.items():
             if not isinstance(key, str):
                 raise ValidationError(f"widget names must be strings, not {key!r}")
@@ -625,7 +626,7 @@ def _widget_entries(widgets: WidgetsArg | None) -> list[tuple[str, tuple[str, ..
         if isinstance(entry, WidgetSelection):
             entries.append((entry.slug, entry.item_slugs))
             continue
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("slug"), str):
+        if not is_mapping(entry) or not isinstance(entry.get("slug"), str):
             raise ValidationError(
                 f"widgets[{position}] must be {{'slug': <widget slug>, 'item_slugs': [...]}}, "
                 f"got {entry!r}"
@@ -638,7 +639,7 @@ def _widget_entries(widgets: WidgetsArg | None) -> list[tuple[str, tuple[str, ..
 def _item_names(widget: str, value: object) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
-    if isinstance(value, Sequence | frozenset | set) and not isinstance(value, bytes):
+    if (is_sequence(value) or isinstance(value, frozenset | set)) and not isinstance(value, bytes):
         names = tuple(value)
         if all(isinstance(name, str) for name in names):
             return names
@@ -656,7 +657,7 @@ def _input_entries(
             "give either asset_map= (full slot names) or inputs= (short names), not both"
         )
     chosen = asset_map if asset_map is not None else inputs
-    if isinstance(chosen, Mapping):
+    if is_mapping(chosen):
         for slot, asset_id in chosen.items():
             if not isinstance(slot, str) or not isinstance(asset_id, str) or not asset_id:
                 raise InputError(

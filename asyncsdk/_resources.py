@@ -16,6 +16,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import attrs
 import cattrs
@@ -56,6 +57,8 @@ from asyncsdk._sansio import (
     Request,
     Timeout,
     endpoint,
+    is_mapping,
+    is_sequence,
     next_page_params,
     query,
     require_text,
@@ -108,6 +111,9 @@ class Core:
     _fixed_urls: dict[tuple[str, ...], URL] = attrs.field(
         factory=dict, init=False, eq=False, repr=False
     )
+    _decoders: dict[type[Any], Callable[[Any], Any]] = attrs.field(
+        factory=dict, init=False, eq=False, repr=False
+    )
 
     def url(self, *segments: str, params: Mapping[str, str] | None = None) -> URL:
         url = endpoint(self.base_url, *segments)
@@ -133,9 +139,24 @@ class Core:
         height: int | None,
         timeout: TimeoutArg,
     ) -> T:
-        """GET one resource, with the spec's optional ``width``/``height`` resize parameters."""
-        url = self.url(*segments, params=_dimensions(width, height))
-        return await self.send(Request(method="GET", url=url), _model(self.converter, cls), timeout)
+        """GET one resource, with the spec's optional ``width``/``height`` resize parameters.
+
+        ``segments``: the constant path (built once), then the resource's id, quoted per call.
+        """
+        *collection, item_id = segments
+        prefix = self.fixed_url(*collection)
+        url = prefix.with_path(f"{prefix.raw_path}/{quote(item_id, safe='')}", encoded=True)
+        params = _dimensions(width, height)
+        if params:
+            url = url.with_query(params)
+        return await self.send(Request(method="GET", url=url), self.decoder(cls), timeout)
+
+    def decoder(self, cls: type[T]) -> Callable[[Any], T]:
+        """The decoder of one JSON object into ``cls``, built once per class."""
+        decode = self._decoders.get(cls)
+        if decode is None:
+            decode = self._decoders[cls] = _model(self.converter, cls)
+        return decode
 
 
 # --- decoders -------------------------------------------------------------------------------------
@@ -153,7 +174,7 @@ def _shape(value: Any) -> str:
 
 def _model(converter: cattrs.Converter, cls: type[T]) -> Callable[[Any], T]:
     def decode(value: Any) -> T:
-        if not isinstance(value, Mapping):
+        if not is_mapping(value):
             raise TypeError(f"expected a JSON object for {cls.__name__}, got {_shape(value)}")
         return converter.structure(value, cls)
 
@@ -445,7 +466,7 @@ def _check_wire_entry(index: int, widget: Mapping[str, Any]) -> dict[str, Any]:
         raise ValidationError(f"widgets[{index}]['slug'] must be a non-empty string")
     if (
         isinstance(items, str)
-        or not isinstance(items, Sequence)
+        or not is_sequence(items)
         or not all(isinstance(item, str) and item for item in items)
     ):
         raise ValidationError(
@@ -490,9 +511,9 @@ def check_widgets_arg(widgets: WidgetsArg | None) -> None:
     """
     if widgets is None:
         return
-    if isinstance(widgets, str | bytes) or not isinstance(widgets, Mapping | Sequence):
+    if isinstance(widgets, str | bytes) or not (is_mapping(widgets) or is_sequence(widgets)):
         raise ValidationError(f"widgets must be {_WIDGETS_FORMS}, not {type(widgets).__name__}")
-    if isinstance(widgets, Mapping):
+    if is_mapping(widgets):
         if "slug" in widgets and set(widgets) <= {"slug", "item_slugs"}:
             raise ValidationError(
                 f"widgets must be {_WIDGETS_FORMS}; {dict(widgets)!r} is one wire entry: "
@@ -515,7 +536,7 @@ def check_widgets_arg(widgets: WidgetsArg | None) -> None:
     for index, entry in enumerate(widgets):
         if isinstance(entry, WidgetSelection):
             continue
-        if not isinstance(entry, Mapping):
+        if not is_mapping(entry):
             raise ValidationError(
                 f"widgets[{index}] must be a mapping {{'slug': ..., 'item_slugs': [...]}}, "
                 f"not {type(entry).__name__}"
@@ -541,7 +562,7 @@ def _wire_widgets(selections: Sequence[WidgetSelection]) -> list[dict[str, Any]]
 
 
 def _check_asset_map(tool: str, asset_map: Mapping[str, str]) -> None:
-    if not isinstance(asset_map, Mapping) or not asset_map:
+    if not is_mapping(asset_map) or not asset_map:
         raise ValidationError(
             f"asset_map must map the tool's input slots to asset ids, e.g. "
             f"{{'{tool}-input-image': '<asset id>'}}, not {asset_map!r}"
@@ -700,9 +721,7 @@ class Processes:
         if self._core.generation_limit is not None:
             await self._core.generation_limit.acquire()
         request = Request(method="POST", url=self._core.fixed_url("v3", "process"), json=body)
-        return await self._core.send(
-            request, _model(self._core.converter, CreatedProcesses), timeout
-        )
+        return await self._core.send(request, self._core.decoder(CreatedProcesses), timeout)
 
     async def get(
         self,

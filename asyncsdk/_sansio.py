@@ -13,10 +13,10 @@ import math
 import random
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from email.utils import parsedate_to_datetime
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeGuard, TypeVar
 from urllib.parse import parse_qsl, quote
 
 import attrs
@@ -44,6 +44,8 @@ __all__ = [
     "RetryPolicy",
     "Timeout",
     "endpoint",
+    "is_mapping",
+    "is_sequence",
     "next_page_params",
     "parse_retry_after",
     "query",
@@ -63,6 +65,16 @@ IDEMPOTENT_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 _BODY_EXCERPT = 2000
 _MESSAGE_EXCERPT = 500
 _DELAY_SECONDS = re.compile(r"\d+(\.\d+)?")
+
+
+def is_mapping(value: object) -> TypeGuard[Mapping[Any, Any]]:
+    """``isinstance(value, Mapping)``, with the plain ``dict`` answered without the ABC check."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
+def is_sequence(value: object) -> TypeGuard[Sequence[Any]]:
+    """``isinstance(value, Sequence)``, with ``list`` and ``tuple`` answered without the ABC."""
+    return type(value) is list or type(value) is tuple or isinstance(value, Sequence)
 
 
 class ApiKey:
