@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -12,6 +13,9 @@ from asyncsdk.sandbox._chaos import Chaos
 from asyncsdk.sandbox._config import DEFAULT_API_KEY, SandboxConfig
 from asyncsdk.sandbox._runtime import Runtime
 from asyncsdk.sandbox._stats import Stats
+
+if TYPE_CHECKING:
+    from asyncsdk._client import Client
 
 __all__ = ["Sandbox", "run_forever"]
 
@@ -100,6 +104,21 @@ class Sandbox:
     @property
     def api_key(self) -> str:
         return DEFAULT_API_KEY
+
+    def client(self, **options: Any) -> Client:
+        """A :class:`~asyncsdk.Client` of this sandbox (its URLs and key), paced for tests.
+
+        Polls and retry backoff are milliseconds apart instead of seconds (``min_poll_interval``
+        0.01 s, ``backoff_initial`` 0.001 s, ``backoff_max`` 0.005 s); ``options`` override those
+        and take any other ``Client`` setting.  Use it as ``async with sb.client() as client:``.
+        """
+        from asyncsdk._client import Client
+
+        options.setdefault("api_key", self.api_key)
+        options.setdefault("min_poll_interval", 0.01)
+        options.setdefault("backoff_initial", 0.001)
+        options.setdefault("backoff_max", 0.005)
+        return Client(base_url=self.base_url, app_url=self.app_url, **options)
 
     @property
     def config(self) -> SandboxConfig:

@@ -32,12 +32,7 @@ def photo() -> bytes:
 
 @pytest.fixture
 async def sdk(sandbox: Sandbox) -> AsyncIterator[Client]:
-    async with Client(
-        api_key=sandbox.api_key,
-        base_url=sandbox.base_url,
-        app_url=sandbox.app_url,
-        min_poll_interval=0.01,
-    ) as client:
+    async with sandbox.client() as client:
         yield client
 
 

@@ -57,15 +57,7 @@ def near(pixel: tuple[int, ...], colour: tuple[int, int, int], tolerance: int = 
 
 @pytest.fixture
 async def sdk(sandbox: Sandbox) -> AsyncIterator[Client]:
-    async with Client(
-        api_key=sandbox.api_key,
-        base_url=sandbox.base_url,
-        app_url=sandbox.app_url,
-        min_poll_interval=0.01,
-        backoff_initial=0.001,
-        backoff_max=0.005,
-        strict=True,
-    ) as client:
+    async with sandbox.client(strict=True) as client:
         yield client
 
 

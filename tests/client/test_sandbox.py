@@ -55,15 +55,8 @@ def mask_png() -> bytes:
 
 @pytest.fixture
 async def sdk(sandbox: Sandbox) -> AsyncIterator[Client]:
-    async with Client(
-        api_key=sandbox.api_key,
-        base_url=sandbox.base_url,
-        app_url=sandbox.app_url,
-        min_poll_interval=0.01,
-        backoff_initial=0.001,
-        backoff_max=0.005,
-        strict=True,  # the sandbox answers exactly the documented shapes
-    ) as client:
+    # strict: the sandbox answers exactly the documented shapes.
+    async with sandbox.client(strict=True) as client:
         yield client
 
 

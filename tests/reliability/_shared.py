@@ -37,16 +37,8 @@ def photo() -> bytes:
 
 def sandbox_client(sb: Sandbox, *, api_key: str | None = None, **options: Any) -> Client:
     """A client of ``sb`` with tiny backoff, so retries cost milliseconds."""
-    options.setdefault("backoff_initial", 0.001)
-    options.setdefault("backoff_max", 0.005)
-    options.setdefault("min_poll_interval", 0.01)
     options.setdefault("timeout", Timeout(connect=5.0, total=10.0))
-    return Client(
-        api_key=sb.api_key if api_key is None else api_key,
-        base_url=sb.base_url,
-        app_url=sb.app_url,
-        **options,
-    )
+    return sb.client(api_key=sb.api_key if api_key is None else api_key, **options)
 
 
 async def eventually(probe: Callable[[], Awaitable[T]], what: str, limit: float = 10.0) -> T:

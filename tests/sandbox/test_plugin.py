@@ -20,6 +20,17 @@ def sandbox_config() -> SandboxConfig:
     return SandboxConfig(enveloped=True, seed=7)
 
 
+async def test_sandbox_client_uses_its_urls_and_the_key_given(sandbox: Sandbox) -> None:
+    async with sandbox.client() as client:
+        tools = await client.tools.list()
+        assert tools
+        settings = repr(client)
+        assert sandbox.api_key not in settings
+    async with sandbox.client(api_key="sk_sandbox_limited", max_retries=0) as limited:
+        assert len(await limited.tools.list()) == len(tools)
+    assert sandbox.stats.requests["GET /api/tools"] == 2
+
+
 async def test_sandbox_fixture_uses_the_overridden_config(sandbox: Sandbox) -> None:
     assert sandbox.config.enveloped is True
     assert sandbox.config.seed == 7
