@@ -33,6 +33,8 @@ environment:
 Try it offline first: asyncsdk demo
 """
 
+SECRET_OPTIONS = frozenset({"--token"})  # options whose values are opaque secrets
+
 Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 
 
@@ -64,11 +66,52 @@ def _error(message: str) -> None:
     sys.stderr.flush()
 
 
+def _option_strings(parser: argparse.ArgumentParser) -> set[str]:
+    """Every option string of ``parser`` and of its subcommands."""
+    found: set[str] = set()
+    for action in parser._actions:
+        found.update(action.option_strings)
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found |= _option_strings(sub)
+    return found
+
+
+def _attach_secret_values(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
+    """Write ``--token VALUE`` as ``--token=VALUE`` where VALUE begins with ``-``.
+
+    Secrets are opaque: ``secrets.token_urlsafe()`` begins with ``-`` once in 64 tokens, and
+    argparse would take such a value for an option and stop with "expected one argument".  A value
+    that is itself one of our options is left alone, so a forgotten value still gets that message.
+    """
+    known = _option_strings(parser)
+    out: list[str] = []
+    args = list(argv)
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        following = args[index + 1] if index + 1 < len(args) else None
+        if (
+            arg in SECRET_OPTIONS
+            and following is not None
+            and following.startswith("-")
+            and following.split("=", 1)[0] not in known
+        ):
+            out.append(f"{arg}={following}")
+            index += 2
+            continue
+        out.append(arg)
+        index += 1
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(
+            _attach_secret_values(parser, sys.argv[1:] if argv is None else argv)
+        )
     except SystemExit as exc:  # --help, --version, or a usage error already printed
         return exc.code if isinstance(exc.code, int) else 2
     handler: Handler = args.handler

@@ -131,6 +131,14 @@ def _redis_backends(url: str, prefix: str) -> tuple[Inbox, RedisRegistry]:
     return RedisInbox(url, prefix=prefix), RedisRegistry(url, prefix=prefix)
 
 
+def _fresh_token() -> str:
+    """A random path token that does not begin with ``-`` (easier to pass to --token later)."""
+    while True:
+        token = secrets.token_urlsafe(32)
+        if not token.startswith("-"):
+            return token
+
+
 def _verifier(args: argparse.Namespace) -> tuple[Verifier, str]:
     """The verifier, and the path segment to show: a fresh token in full, a given one hidden."""
     if args.no_verify:
@@ -138,7 +146,7 @@ def _verifier(args: argparse.Namespace) -> tuple[Verifier, str]:
     token = args.token or os.environ.get(TOKEN_ENV, "").strip()
     shown = "<your token>"
     if not token:
-        token = shown = secrets.token_urlsafe(32)
+        token = shown = _fresh_token()
     return TokenVerifier(token), shown
 
 

@@ -68,3 +68,18 @@ def test_help_documents_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
         assert line in out
     assert main(["process", "--help"]) == 0
     assert "exit codes:" in capsys.readouterr().out
+
+
+def test_token_value_may_begin_with_a_dash(capsys: pytest.CaptureFixture[str]) -> None:
+    # The joined "--token=-..." reaches argparse as the token; --no-verify then conflicts with it.
+    assert main(["receiver", "--token", "-abc", "--no-verify"]) == 2
+    err = capsys.readouterr().err
+    assert "not allowed with argument --token" in err
+    assert "expected one argument" not in err
+
+
+def test_token_followed_by_an_option_still_asks_for_a_value(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["receiver", "--token", "--port", "0"]) == 2
+    assert "argument --token: expected one argument" in capsys.readouterr().err

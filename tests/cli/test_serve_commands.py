@@ -98,7 +98,7 @@ def test_sandbox_serves_until_sigterm(tmp_path: Path, stopper: list[subprocess.P
 def test_receiver_writes_events_as_json_lines(
     tmp_path: Path, stopper: list[subprocess.Popen[str]]
 ) -> None:
-    token = secrets.token_urlsafe(24)
+    token = "-" + secrets.token_urlsafe(24)  # a leading "-" must still be taken as the value
     events = tmp_path / "events.jsonl"
     child = _start(["receiver", "--port", "0", "--token", token, "--out", str(events)], tmp_path)
     stopper.append(child)
