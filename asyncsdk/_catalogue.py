@@ -46,7 +46,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Final, Generic, TypeAlias, TypeVar
+from typing import Any, Final, Generic, TypeAlias, TypeVar, cast
 
 import attrs
 
@@ -74,6 +74,8 @@ __all__ = [
     "input_slots",
     "plan_process",
     "prepare_process",
+    "prepare_process_with",
+    "request_key",
 ]
 
 T = TypeVar("T")
@@ -1035,6 +1037,83 @@ def plan_process(
     return PreparedProcess(tool=slug, asset_map=asset_ids, widgets=selections, validated=False)
 
 
+def _plain_strings(values: Iterable[object]) -> tuple[str, ...] | None:
+    """``values`` as a tuple when every one is exactly a ``str``, else ``None``."""
+    result = tuple(values)
+    for value in result:
+        if type(value) is not str:
+            return None
+    return cast("tuple[str, ...]", result)
+
+
+def _plain_widgets_key(widgets: object) -> Hashable | None:
+    if widgets is None:
+        return None, ()
+    kind = type(widgets)
+    if kind is dict:
+        assert isinstance(widgets, dict)
+        entries: list[object] = []
+        for name, value in widgets.items():
+            if type(name) is not str:
+                return None
+            if value is None or type(value) is str:
+                entries.append((name, value))
+                continue
+            if type(value) not in (list, tuple):
+                return None
+            items = _plain_strings(value)
+            if items is None:
+                return None
+            entries.append((name, items))
+        return "short", tuple(entries)
+    if kind is not list and kind is not tuple:
+        return None
+    assert isinstance(widgets, list | tuple)
+    wire: list[object] = []
+    for entry in widgets:
+        if type(entry) is not dict or len(entry) != 2:
+            return None
+        slug = entry.get("slug")
+        items_given = entry.get("item_slugs")
+        if type(slug) is not str or not isinstance(items_given, list | tuple):
+            return None
+        items = _plain_strings(items_given)
+        if items is None:
+            return None
+        wire.append((slug, items))
+    return "wire", tuple(wire)
+
+
+def request_key(
+    tool: object, asset_map: object, inputs: object, widgets: object
+) -> Hashable | None:
+    """A key equal for two requests exactly when their arguments are equal, for the plain shapes
+    people write (``str`` values in ``dict``, ``list`` and ``tuple``); ``None`` for anything else.
+
+    Two requests with equal keys plan to the same result (or the same error), so a plan can be
+    kept per key; arguments without a key are always planned afresh.
+    """
+    if type(tool) is not str:
+        return None
+    parts: list[Hashable] = [tool]
+    for given in (asset_map, inputs):
+        if given is None or type(given) is str:
+            parts.append(given)
+            continue
+        if type(given) is not dict:
+            return None
+        assert isinstance(given, dict)
+        keys, values = _plain_strings(given), _plain_strings(given.values())
+        if keys is None or values is None:
+            return None
+        parts.append((keys, values))
+    widgets_key = _plain_widgets_key(widgets)
+    if widgets_key is None:
+        return None
+    parts.append(widgets_key)
+    return tuple(parts)
+
+
 @functools.lru_cache(maxsize=_MEMO_SIZE)
 def _plan_by_convention(
     tool: str, entries: tuple[tuple[str, tuple[str, ...]], ...]
@@ -1139,6 +1218,27 @@ class CatalogueCache:
         snapshot = self._snapshots[slug] = Catalogue(tools=tools, widgets=mapping)
         return snapshot
 
+    def serves(self, snapshot: Catalogue | None, tool: str | None) -> bool:
+        """Whether a plan made against ``snapshot`` still holds, without fetching.
+
+        ``tool`` (the listed slug) for a plan checked against the catalogue: the tool list and
+        that tool's widgets are still the fetched values in ``snapshot`` and within their TTL.
+        ``None`` for an unchecked plan: ``snapshot`` is still what :meth:`peek` answers.
+        """
+        if tool is None:
+            return self.peek() is snapshot
+        if snapshot is None:
+            return False
+        now = self.clock()
+        tools, widgets = self._tools, self._widgets.get(tool)
+        return (
+            widgets is not None
+            and tools.value is snapshot.tools
+            and widgets.value is snapshot.widgets.get(tool)
+            and now - tools.fetched_at < self.ttl
+            and now - widgets.fetched_at < self.ttl
+        )
+
     def invalidate(self, tool: str | None = None) -> None:
         """Forget the cached catalogue (or one tool's widgets); the next use fetches again.
 
@@ -1222,26 +1322,44 @@ async def prepare_process(
     ``validate=False`` nothing is fetched: short forms are expanded by whatever the cache already
     holds, else by the slug convention, and everything else is passed through.
     """
-    if not validate:
-        return plan_process(
-            cache.peek(),
-            tool=tool,
-            asset_map=asset_map,
-            inputs=inputs,
-            widgets=widgets,
-            order_assets=order_assets,
-            validate=False,
-        )
-    tools = await cache.tools()
-    listed = cache._snapshot(tools).active_tool(tool)
-    tool_widgets = await cache.widgets(listed.slug)
-    catalogue = cache._snapshot(tools, listed.slug, tool_widgets)
-    return plan_process(
-        catalogue,
-        tool=listed.slug,
+    prepared, _ = await prepare_process_with(
+        cache,
+        tool=tool,
         asset_map=asset_map,
         inputs=inputs,
         widgets=widgets,
         order_assets=order_assets,
-        validate=True,
+        validate=validate,
     )
+    return prepared
+
+
+async def prepare_process_with(
+    cache: CatalogueCache,
+    *,
+    tool: str,
+    asset_map: Mapping[str, str] | None,
+    inputs: Mapping[str, str] | str | None,
+    widgets: WidgetsArg | None,
+    order_assets: Sequence[Asset] | None,
+    validate: bool,
+) -> tuple[PreparedProcess, Catalogue | None]:
+    """:func:`prepare_process`, and the snapshot the request was planned against (for
+    :meth:`CatalogueCache.serves`)."""
+    snapshot: Catalogue | None
+    if validate:
+        tools = await cache.tools()
+        tool = cache._snapshot(tools).active_tool(tool).slug
+        snapshot = cache._snapshot(tools, tool, await cache.widgets(tool))
+    else:
+        snapshot = cache.peek()
+    prepared = plan_process(
+        snapshot,
+        tool=tool,
+        asset_map=asset_map,
+        inputs=inputs,
+        widgets=widgets,
+        order_assets=order_assets,
+        validate=validate,
+    )
+    return prepared, snapshot

@@ -14,7 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Hashable,
+    Mapping,
+    Sequence,
+)
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -23,11 +32,13 @@ import cattrs
 from yarl import URL
 
 from asyncsdk._catalogue import (
+    Catalogue,
     CatalogueCache,
     PreparedProcess,
     WidgetsArg,
     WidgetSelection,
-    prepare_process,
+    prepare_process_with,
+    request_key,
 )
 from asyncsdk._errors import (
     AsyncSDKError,
@@ -126,19 +137,21 @@ class Core:
             url = self._fixed_urls[segments] = endpoint(self.base_url, *segments)
         return url
 
-    async def send(
+    def send(
         self, request: Request, decode: Callable[[Any], T], timeout: TimeoutArg = None
-    ) -> T:
-        return await self.transport.request(request, decode, timeout=timeout)
+    ) -> Coroutine[Any, Any, T]:
+        """The transport's coroutine for ``request`` (returned, not awaited here, so a call
+        costs no extra coroutine)."""
+        return self.transport.request(request, decode, timeout=timeout)
 
-    async def get_one(
+    def get_one(
         self,
         cls: type[T],
         *segments: str,
         width: int | None,
         height: int | None,
         timeout: TimeoutArg,
-    ) -> T:
+    ) -> Coroutine[Any, Any, T]:
         """GET one resource, with the spec's optional ``width``/``height`` resize parameters.
 
         ``segments``: the constant path (built once), then the resource's id, quoted per call.
@@ -146,10 +159,9 @@ class Core:
         *collection, item_id = segments
         prefix = self.fixed_url(*collection)
         url = prefix.with_path(f"{prefix.raw_path}/{quote(item_id, safe='')}", encoded=True)
-        params = _dimensions(width, height)
-        if params:
-            url = url.with_query(params)
-        return await self.send(Request(method="GET", url=url), self.decoder(cls), timeout)
+        if width is not None or height is not None:
+            url = url.with_query(_dimensions(width, height))
+        return self.send(Request(method="GET", url=url), self.decoder(cls), timeout)
 
     def decoder(self, cls: type[T]) -> Callable[[Any], T]:
         """The decoder of one JSON object into ``cls``, built once per class."""
@@ -578,6 +590,36 @@ def _process_from_event(event: ProcessCompleted) -> Process:
     )
 
 
+@attrs.frozen
+class _WireProcess:
+    """The checked wire parts of a process request body.  Shared by every request sent from one
+    plan, so nothing may change them: they are only read, by the JSON encoder."""
+
+    tool: str
+    asset_map: dict[str, str]
+    widgets: list[dict[str, Any]]
+
+    @classmethod
+    def of(cls, prepared: PreparedProcess) -> _WireProcess:
+        tool = require_text(prepared.tool, "tool")
+        _check_asset_map(tool, prepared.asset_map)
+        return cls(tool, dict(prepared.asset_map), _wire_widgets(prepared.widgets))
+
+
+@attrs.define(slots=True)
+class _Plan:
+    """A checked request, the catalogue snapshot it was checked against, and its wire parts once
+    it has been sent."""
+
+    prepared: PreparedProcess
+    snapshot: Catalogue | None
+    wire: _WireProcess | None = None
+
+
+#: Checked requests a client keeps (least recently used dropped first).
+_PLANS_KEPT = 256
+
+
 @attrs.define
 class _WaitState:
     last_status: str | None = None
@@ -600,28 +642,51 @@ class Processes:
             catalogue = CatalogueCache(tools.list, tools.widgets)
         self._catalogue = catalogue
         self._validate = validate
+        self._plans: OrderedDict[Hashable, _Plan] = OrderedDict()
 
-    def _build_process_body(
+    async def _plan(
         self,
-        order_id: str,
         tool: str,
-        asset_map: Mapping[str, str],
-        widgets: Sequence[WidgetSelection],
-        process_group_id: str | None,
-    ) -> dict[str, Any]:
-        """The JSON body of process creation, checked for shape (the one place it is built)."""
-        require_text(order_id, "order_id")
+        asset_map: Mapping[str, str] | None,
+        widgets: WidgetsArg | None,
+        inputs: Mapping[str, str] | str | None,
+        order_assets: Sequence[Asset] | None,
+        validate: bool | None,
+    ) -> _Plan:
+        """The checked plan of a request, kept per argument values (see :func:`request_key`)
+        while the catalogue it was checked against is current, so a repeated request is not
+        checked again."""
+        validate = self._validate if validate is None else validate
+        key = None
+        if order_assets is None:
+            key = request_key(tool, asset_map, inputs, widgets)
+        if key is not None:
+            key = (key, validate)
+            plan = self._plans.get(key)
+            if plan is not None and self._catalogue.serves(
+                plan.snapshot, plan.prepared.tool if validate else None
+            ):
+                self._plans.move_to_end(key)
+                return plan
         require_text(tool, "tool")
-        _check_asset_map(tool, asset_map)
-        body: dict[str, Any] = {
-            "order_id": order_id,
-            "tool": tool,
-            "asset_map": dict(asset_map),
-            "widgets": _wire_widgets(widgets),
-        }
-        if process_group_id is not None:
-            body["process_group_id"] = require_text(process_group_id, "process_group_id")
-        return body
+        if asset_map is not None:
+            _check_asset_map(tool, asset_map)
+        check_widgets_arg(widgets)
+        prepared, snapshot = await prepare_process_with(
+            self._catalogue,
+            tool=tool,
+            asset_map=asset_map,
+            inputs=inputs,
+            widgets=widgets,
+            order_assets=order_assets,
+            validate=validate,
+        )
+        plan = _Plan(prepared, snapshot)
+        if key is not None:
+            self._plans[key] = plan
+            if len(self._plans) > _PLANS_KEPT:
+                self._plans.popitem(last=False)
+        return plan
 
     async def prepare(
         self,
@@ -640,19 +705,8 @@ class Processes:
         :class:`~asyncsdk.CatalogueError` names any problem; asset ids are checked against
         ``order_assets`` when given.
         """
-        require_text(tool, "tool")
-        if asset_map is not None:
-            _check_asset_map(tool, asset_map)
-        check_widgets_arg(widgets)
-        return await prepare_process(
-            self._catalogue,
-            tool=tool,
-            asset_map=asset_map,
-            inputs=inputs,
-            widgets=widgets,
-            order_assets=order_assets,
-            validate=self._validate if validate is None else validate,
-        )
+        plan = await self._plan(tool, asset_map, widgets, inputs, order_assets, validate)
+        return plan.prepared
 
     async def create(
         self,
@@ -693,15 +747,10 @@ class Processes:
             require_text(tool, "tool")
             check_widgets_arg(widgets)
             order_assets = (await self._orders.get(order_id, timeout=timeout)).entry_assets
-        prepared = await self.prepare(
-            tool,
-            asset_map,
-            widgets,
-            inputs=inputs,
-            order_assets=order_assets,
-            validate=validate,
-        )
-        return await self._send(order_id, prepared, process_group_id, timeout)
+        plan = await self._plan(tool, asset_map, widgets, inputs, order_assets, validate)
+        if plan.wire is None:
+            plan.wire = _WireProcess.of(plan.prepared)
+        return await self._post(order_id, plan.wire, process_group_id, timeout)
 
     async def _send(
         self,
@@ -710,14 +759,28 @@ class Processes:
         process_group_id: str | None,
         timeout: TimeoutArg,
     ) -> CreatedProcesses:
-        """Send a prepared request: the one path of ``POST /v3/process``."""
-        body = self._build_process_body(
-            order_id,
-            prepared.tool,
-            prepared.asset_map,
-            prepared.widgets,
-            process_group_id,
-        )
+        """Send a prepared request (checked for shape here, as it may come from anywhere)."""
+        require_text(order_id, "order_id")
+        if process_group_id is not None:
+            require_text(process_group_id, "process_group_id")
+        return await self._post(order_id, _WireProcess.of(prepared), process_group_id, timeout)
+
+    async def _post(
+        self,
+        order_id: str,
+        wire: _WireProcess,
+        process_group_id: str | None,
+        timeout: TimeoutArg,
+    ) -> CreatedProcesses:
+        """The one path of ``POST /v3/process``; the ids are checked by the callers."""
+        body: dict[str, Any] = {
+            "order_id": order_id,
+            "tool": wire.tool,
+            "asset_map": wire.asset_map,
+            "widgets": wire.widgets,
+        }
+        if process_group_id is not None:
+            body["process_group_id"] = process_group_id
         if self._core.generation_limit is not None:
             await self._core.generation_limit.acquire()
         request = Request(method="POST", url=self._core.fixed_url("v3", "process"), json=body)

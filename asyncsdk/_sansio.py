@@ -322,16 +322,17 @@ def read_response(
     body: bytes,
     *,
     method: str,
-    url: str,
+    url: str | URL,
     decode: Callable[[Any], T],
 ) -> T:
     """Turn an answer into a model (via ``decode``) or raise the matching error.
 
     ``decode`` receives the JSON value with the success envelope removed (``None`` for an empty
     body).  A body that is not JSON, or that ``decode`` rejects, raises ``APIDecodeError``.
+    ``url`` is only shown in errors.
     """
     if not 200 <= status < 300:
-        raise status_error(status, headers, body, method=method, url=url)
+        raise status_error(status, headers, body, method=method, url=str(url))
     text = body.decode("utf-8", "replace")
     value: Any = None
     if text.strip():
@@ -345,7 +346,7 @@ def read_response(
                 status=status,
                 body=_excerpt(text, _BODY_EXCERPT),
                 method=method,
-                url=url,
+                url=str(url),
             ) from exc
     try:
         return decode(unwrap_envelope(value))
@@ -358,7 +359,7 @@ def read_response(
             status=status,
             body=_excerpt(text, _BODY_EXCERPT),
             method=method,
-            url=url,
+            url=str(url),
         ) from exc
 
 

@@ -22,7 +22,6 @@ from types import MappingProxyType
 from typing import Any, Final, TypeVar
 
 import aiohttp
-import attrs
 from yarl import URL
 
 from asyncsdk._downloads import DOWNLOAD_CHUNK
@@ -56,11 +55,8 @@ _HEADERS: Final = MappingProxyType({"Accept": "application/json", "User-Agent": 
 _TIMEOUTS_KEPT: Final = 64
 
 
-@attrs.frozen
-class _Answer:
-    status: int
-    headers: Mapping[str, str]
-    body: bytes
+#: An answer: status, headers, body.
+_Answer = tuple[int, Mapping[str, str], bytes]
 
 
 def translate(
@@ -192,24 +188,25 @@ class Transport:
         """Send ``request`` (retrying where safe) and decode the answer with ``decode``."""
         self._session_in_use()
         limits = self._timeout.with_total(timeout)
-        method = request.method.upper()
-        url = str(request.url)
+        method = request.method
         attempt = 0
-        path = request.url.path
+        debug = _log.isEnabledFor(logging.DEBUG)
         while True:
-            started = time.monotonic()
+            started = time.monotonic() if debug else 0.0
             try:
-                answer = await self._attempt(request, limits)
+                status, headers, body = await self._attempt(request, limits)
             except _NETWORK_ERRORS as exc:
-                _log.debug(
-                    "%s %s -> %s (attempt %d, %.3f s)",
-                    method,
-                    path,
-                    type(exc).__name__,
-                    attempt + 1,
-                    time.monotonic() - started,
-                )
+                if debug:
+                    _log.debug(
+                        "%s %s -> %s (attempt %d, %.3f s)",
+                        method,
+                        request.url.path,
+                        type(exc).__name__,
+                        attempt + 1,
+                        time.monotonic() - started,
+                    )
                 failure = request.form.failure if request.form is not None else None
+                url = str(request.url)
                 error, retryable = translate(exc, method=method, url=url, timeout=limits)
                 delay = None
                 if failure is None and retryable:
@@ -225,41 +222,37 @@ class Transport:
                     raise (failure or error) from exc
                 reason = str(error)
             else:
-                _log.debug(
-                    "%s %s -> %d (attempt %d, %.3f s)",
-                    method,
-                    path,
-                    answer.status,
-                    attempt + 1,
-                    time.monotonic() - started,
-                )
+                if debug:
+                    _log.debug(
+                        "%s %s -> %d (attempt %d, %.3f s)",
+                        method,
+                        request.url.path,
+                        status,
+                        attempt + 1,
+                        time.monotonic() - started,
+                    )
                 if request.form is not None and request.form.failure is not None:
                     raise request.form.failure
                 delay = None
-                if answer.status in RETRYABLE_STATUSES:
+                if status in RETRYABLE_STATUSES:
                     delay = self._retry.after_status(
                         method,
                         attempt,
-                        answer.status,
-                        answer.headers,
+                        status,
+                        headers,
                         replayable=request.replayable,
                         rand=self._rand,
                     )
                 if delay is None:
                     return read_response(
-                        answer.status,
-                        answer.headers,
-                        answer.body,
-                        method=method,
-                        url=url,
-                        decode=decode,
+                        status, headers, body, method=method, url=request.url, decode=decode
                     )
-                reason = f"HTTP {answer.status}"
+                reason = f"HTTP {status}"
             attempt += 1
             _log.info(
                 "retrying %s %s in %.3f s (retry %d of %d) after %s",
                 method,
-                url,
+                request.url,
                 delay,
                 attempt,
                 self._retry.max_retries,
@@ -310,12 +303,12 @@ class Transport:
         return _HEADERS
 
     def _client_timeout(self, limits: Timeout) -> aiohttp.ClientTimeout:
-        """aiohttp's side of ``limits`` (connecting only; ``total`` is ours), built once each."""
+        """``limits`` as aiohttp's timeout of one attempt, built once each."""
         found = self._client_timeouts.get(limits)
         if found is None:
             if len(self._client_timeouts) >= _TIMEOUTS_KEPT:
                 self._client_timeouts.clear()
-            found = aiohttp.ClientTimeout(total=None, sock_connect=limits.connect)
+            found = aiohttp.ClientTimeout(total=limits.total, sock_connect=limits.connect)
             self._client_timeouts[limits] = found
         return found
 
@@ -338,8 +331,8 @@ class Transport:
         data: aiohttp.MultipartWriter | None,
     ) -> _Answer:
         # As in _attempt: the headers are built in the call, never held by a local variable.
+        # aiohttp's own total timeout covers connecting, sending, and reading the whole answer.
         async with (
-            asyncio.timeout(limits.total),
             session.request(
                 request.method,
                 request.url,
@@ -351,5 +344,4 @@ class Transport:
                 raise_for_status=False,
             ) as response,
         ):
-            body = await response.read()
-            return _Answer(response.status, response.headers, body)
+            return response.status, response.headers, await response.read()

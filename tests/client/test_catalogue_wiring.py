@@ -473,3 +473,101 @@ async def test_migration_helpers_and_claims(sandbox: Sandbox, sdk: Client) -> No
         "slug": STAGING_SPACE,
         "item_slugs": [f"item-living-room-{STAGING_SPACE}"],
     }
+
+
+# --- checked plans, kept per argument value -------------------------------------------------------
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_a_repeated_request_is_checked_once(sandbox: Sandbox, sdk: Client) -> None:
+    order = await sdk.orders.create(photo())
+    photo_id = order.assets[0].id
+    widgets = {"space": "kitchen", "style": "modern"}
+
+    plans = [
+        await sdk.processes.prepare(ToolSlug.VIRTUAL_STAGING, inputs=photo_id, widgets=picks)
+        for picks in (widgets, dict(widgets))
+    ]
+    for picks in (widgets, dict(widgets)):
+        await sdk.processes.create(
+            order.order_id, ToolSlug.VIRTUAL_STAGING, inputs=photo_id, widgets=picks
+        )
+
+    assert plans[0] == plans[1]
+    assert plans[0].widgets_json() == [
+        {"slug": STAGING_SPACE, "item_slugs": [f"item-kitchen-{STAGING_SPACE}"]},
+        {"slug": STAGING_STYLE, "item_slugs": [f"item-modern-{STAGING_STYLE}"]},
+    ]
+    assert sandbox.stats.processes_created == 2
+    assert (sandbox.stats.requests[TOOLS], sandbox.stats.requests[WIDGETS]) == (1, 1)
+
+
+async def test_a_changed_argument_is_checked_again(sandbox: Sandbox, sdk: Client) -> None:
+    order = await sdk.orders.create(photo())
+    widgets: dict[str, Any] = {"space": "kitchen", "style": "modern"}
+    await sdk.processes.create(
+        order.order_id, ToolSlug.VIRTUAL_STAGING, inputs=order.assets[0].id, widgets=widgets
+    )
+
+    widgets["style"] = "no-such-style"  # the same dict, changed after the first call
+    with pytest.raises(UnknownItemError, match="no-such-style"):
+        await sdk.processes.create(
+            order.order_id, ToolSlug.VIRTUAL_STAGING, inputs=order.assets[0].id, widgets=widgets
+        )
+    widgets["style"] = ["modern", "scandinavian"]  # a list where the plan had one name
+    with pytest.raises(SelectionError, match="takes one item"):
+        await sdk.processes.create(
+            order.order_id, ToolSlug.VIRTUAL_STAGING, inputs=order.assets[0].id, widgets=widgets
+        )
+    assert sandbox.stats.processes_created == 1
+
+
+async def test_a_kept_plan_lasts_no_longer_than_the_catalogue(
+    sandbox: Sandbox, sdk: Client
+) -> None:
+    clock = _Clock()
+    sdk.catalogue.clock = clock
+    picks = {"space": "bedroom", "style": "modern"}
+    for _ in range(3):
+        await sdk.processes.prepare(ToolSlug.VIRTUAL_STAGING, inputs="a1", widgets=picks)
+    assert (sandbox.stats.requests[TOOLS], sandbox.stats.requests[WIDGETS]) == (1, 1)
+
+    clock.now += sdk.catalogue.ttl + 1  # past the TTL: the plan is checked against a new fetch
+    await sdk.processes.prepare(ToolSlug.VIRTUAL_STAGING, inputs="a1", widgets=picks)
+    assert (sandbox.stats.requests[TOOLS], sandbox.stats.requests[WIDGETS]) == (2, 2)
+
+    sdk.catalogue.invalidate()
+    await sdk.processes.prepare(ToolSlug.VIRTUAL_STAGING, inputs="a1", widgets=picks)
+    assert (sandbox.stats.requests[TOOLS], sandbox.stats.requests[WIDGETS]) == (3, 3)
+
+
+async def test_an_unchecked_plan_follows_what_the_cache_holds(
+    sandbox: Sandbox, sdk: Client
+) -> None:
+    picks = {"Room type": "bedroom"}  # the widget's name, which only the catalogue knows
+    before = await sdk.processes.prepare(
+        ToolSlug.VIRTUAL_STAGING, inputs="a1", widgets=picks, validate=False
+    )
+    await sdk.catalogue.catalogue(ToolSlug.VIRTUAL_STAGING)  # now the catalogue is at hand
+    after = await sdk.processes.prepare(
+        ToolSlug.VIRTUAL_STAGING, inputs="a1", widgets=picks, validate=False
+    )
+
+    assert not before.validated
+    assert not after.validated
+    assert before.widgets_json() == [
+        {
+            "slug": "widget-room-type-tool-virtual-staging",
+            "item_slugs": ["item-bedroom-widget-room-type-tool-virtual-staging"],
+        }
+    ]
+    assert after.widgets_json() == [
+        {"slug": STAGING_SPACE, "item_slugs": [f"item-bedroom-{STAGING_SPACE}"]}
+    ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import traceback
+from typing import Any
 
 import pytest
 
@@ -21,7 +22,7 @@ from asyncsdk import (
     UnprocessableEntityError,
 )
 
-from ._fake import API_KEY, FakeService, Reply, project_json
+from ._fake import API_KEY, FakeService, Reply, process_json, project_json
 from .conftest import MakeClient
 
 
@@ -140,6 +141,42 @@ async def test_strict_mode_rejects_unknown_fields(
     assert (await make_client().projects.get("p1")).id == "p1"
     with pytest.raises(APIDecodeError, match="surprise"):
         await make_client(strict=True).projects.get("p1")
+
+
+@pytest.mark.parametrize(
+    ("body", "where"),
+    [
+        ({"final_assets": [{"src": "u1"}]}, r"final_assets\[0\]\.asset_id"),
+        ({"final_assets": [{"asset_id": "r1"}, "x"]}, r"final_assets\[1\]"),
+        ({"final_assets": {"asset_id": "r1"}}, "final_assets"),
+        ({"feedback": {"type": "", "description": "", "extra": 1}}, "extra"),
+        ({"feedback": ["no"]}, "feedback"),
+    ],
+)
+async def test_result_and_feedback_errors_name_where(
+    fake: FakeService, make_client: MakeClient, body: dict[str, Any], where: str
+) -> None:
+    fake.script("GET", "/v3/process/pr1", Reply(json={**process_json("pr1", "done"), **body}))
+
+    with pytest.raises(APIDecodeError, match=where):
+        await make_client(strict=True).processes.get("pr1")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"process_ids": "pr1"},
+        {"process_ids": ["pr1"], "surprise": 1},
+        {"process_group_id": "g1"},
+    ],
+)
+async def test_created_processes_of_other_shapes_are_decode_errors(
+    fake: FakeService, make_client: MakeClient, body: dict[str, Any]
+) -> None:
+    fake.script("POST", "/v3/process", Reply(status=201, json=body))
+
+    with pytest.raises(APIDecodeError, match="expected shape"):
+        await make_client(strict=True).processes.create("o1", "tool-x", {"slot": "a1"})
 
 
 async def test_the_key_never_shows_in_errors_reprs_or_logs(
