@@ -45,11 +45,11 @@ __all__ = [
     "to_upload",
 ]
 
-#: Bytes read from a file in one trip to a worker thread.
-CHUNK_SIZE: Final = 256 * 1024
-#: Bytes per read within a trip and per write to the socket: buffers this small come from the
-#: allocator's free lists and are reused, where 256 KiB blocks would pile up in per-thread arenas.
-_SLICE_SIZE: Final = 64 * 1024
+#: Bytes read from a file in one trip to a worker thread, and sent in one write.  The thread
+#: reads into a buffer that the event loop's thread allocated for the upload and reuses, so no
+#: worker thread's allocator arena ever holds file data; each chunk is copied out once for the
+#: socket.
+CHUNK_SIZE: Final = 512 * 1024
 #: The service's limit per file: 50 MB.
 MAX_UPLOAD_BYTES: Final = 50 * 1024 * 1024
 #: File name extensions the service accepts, with the content type each is sent as.
@@ -257,28 +257,50 @@ def _read_head(file: BinaryIO) -> bytes:
     return head
 
 
-async def _read_off_loop(
-    file: BinaryIO, size: int, display: str, *, start: int | None = None
-) -> list[bytes]:
-    """Read up to ``size`` bytes in one worker-thread trip, in slices of at most ``_SLICE_SIZE``,
-    seeking to ``start`` first when given.  Fewer bytes than asked means the end of the file."""
-    try:
-        return await asyncio.to_thread(_read_slices, file, start, size)
-    except (OSError, ValueError, TypeError) as exc:
-        raise UploadError(f"cannot read {display}: {exc}", filename=display) from exc
+class _ChunkReader:
+    """Reads a file in chunks of at most ``CHUNK_SIZE``, each in one worker-thread trip, into
+    one reused buffer; :meth:`read` answers a ``bytes`` copy of what was read."""
+
+    def __init__(self, file: BinaryIO, display: str, *, size: int = CHUNK_SIZE) -> None:
+        self._file = file
+        self._display = display
+        self._buffer = memoryview(bytearray(max(1, min(CHUNK_SIZE, size))))
+
+    async def read(self, size: int = CHUNK_SIZE, *, start: int | None = None) -> bytes:
+        """Up to ``size`` bytes (seeking to ``start`` first, in the same trip, when given);
+        fewer than asked means the end of the file."""
+        window = self._buffer[: min(size, len(self._buffer))]
+        try:
+            count = await asyncio.to_thread(_fill, window, self._file, start)
+        except (OSError, ValueError, TypeError) as exc:
+            raise UploadError(
+                f"cannot read {self._display}: {exc}", filename=self._display
+            ) from exc
+        return bytes(window[:count])
+
+    def close(self) -> None:
+        self._buffer.release()
 
 
-def _read_slices(file: BinaryIO, start: int | None, size: int) -> list[bytes]:
+def _fill(buffer: memoryview, file: BinaryIO, start: int | None) -> int:
+    """Fill ``buffer`` from ``file`` (``readinto`` where the file has it); the count read."""
     if start is not None:
         file.seek(start)
-    slices: list[bytes] = []
-    while size > 0:
-        piece = _read_chunk(file, min(_SLICE_SIZE, size))
-        if not piece:
+    readinto = getattr(file, "readinto", None)
+    filled = 0
+    while filled < len(buffer):
+        if readinto is not None:
+            count = readinto(buffer[filled:])
+            if not isinstance(count, int):
+                raise TypeError(f"readinto() returned {type(count).__name__}, not int")
+        else:
+            chunk = _read_chunk(file, len(buffer) - filled)
+            count = len(chunk)
+            buffer[filled : filled + count] = chunk
+        if not count:
             break
-        slices.append(piece)
-        size -= len(piece)
-    return slices
+        filled += count
+    return filled
 
 
 def _read_chunk(file: BinaryIO, size: int) -> bytes:
@@ -312,26 +334,26 @@ class _FilePayload(aiohttp.payload.Payload):
         size = self._size or 0
         remaining = size if content_length is None else min(size, content_length)
         display = self._owner.display
+        reader = _ChunkReader(self._file, display, size=remaining)
         try:
             start: int | None = self._start  # the first read seeks there in the same thread trip
             while remaining > 0:
-                slices = await _read_off_loop(
-                    self._file, min(CHUNK_SIZE, remaining), display, start=start
-                )
+                chunk = await reader.read(remaining, start=start)
                 start = None
-                if not slices:
+                if not chunk:
                     raise UploadError(
                         f"{display} became shorter while it was being sent; "
                         "do not change a file during its upload",
                         filename=display,
                     )
-                for piece in slices:
-                    await writer.write(piece)
-                    remaining -= len(piece)
-                del slices
+                await writer.write(chunk)
+                remaining -= len(chunk)
+                del chunk
         except UploadError as exc:
             self._owner.failure = exc
             raise
+        finally:
+            reader.close()
 
 
 @attrs.define
@@ -414,9 +436,12 @@ class PreparedFile:
         if self.head:
             yield self.head
         if self.kind == "unseekable":
-            while slices := await _read_off_loop(self.source, CHUNK_SIZE, self.display):
-                for piece in slices:
-                    yield piece
+            reader = _ChunkReader(self.source, self.display)
+            try:
+                while chunk := await reader.read():
+                    yield chunk
+            finally:
+                reader.close()
             return
         iterator: AsyncIterator[Any] = self.source
         try:

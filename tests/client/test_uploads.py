@@ -18,6 +18,7 @@ from asyncsdk import (
     Upload,
     UploadError,
 )
+from asyncsdk._uploads import CHUNK_SIZE
 
 from ._fake import JPEG, PNG, WEBP, FakeService, Reply, created_order_json
 from .conftest import MakeClient
@@ -112,6 +113,43 @@ async def test_unseekable_file_is_streamed_once(fake: FakeService, client: Clien
     with Unseekable(data) as pipe, pytest.raises(RateLimitError):
         await client.orders.create(pipe)
     assert len(fake.seen) == 2  # not retried: the pipe cannot be read again
+
+
+class ReadOnly(io.RawIOBase):
+    """A seekable binary file object without ``readinto``, whose reads come back short."""
+
+    def __init__(self, data: bytes) -> None:
+        self._buffer = io.BytesIO(data)
+        self.seek = self._buffer.seek  # type: ignore[method-assign]
+        self.tell = self._buffer.tell  # type: ignore[method-assign]
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        return self._buffer.read(min(size, 70_001) if size >= 0 else size)
+
+    readinto = None  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("extra", [0, 1, CHUNK_SIZE - 1, 2 * CHUNK_SIZE + 7])
+async def test_files_over_several_chunks_arrive_whole(
+    fake: FakeService, client: Client, tmp_path: Path, extra: int
+) -> None:
+    data = JPEG + bytes(range(256)) * ((2 * CHUNK_SIZE + extra) // 256) + b"x" * (extra % 256)
+    photo = tmp_path / "big.jpg"
+    photo.write_bytes(data)
+    fake.script("POST", "/v3/order", *(CREATED for _ in range(3)))
+
+    await client.orders.create(photo)
+    await client.orders.create(ReadOnly(data))
+    with Unseekable(data) as pipe:
+        await client.orders.create(pipe)
+
+    assert [seen.files()[0].data == data for seen in fake.seen] == [True, True, True]
 
 
 async def test_async_iterator_is_streamed(fake: FakeService, client: Client) -> None:
