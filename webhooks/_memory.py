@@ -76,17 +76,17 @@ class MemoryInbox:
                 del self._keys[key]
 
     async def put(self, event: ProcessCompleted, raw: bytes) -> bool:
-        self._open()
+        if self._closed:
+            self._open()
         now = self.clock()
-        self._forget_expired(now)
+        if self._expiries and self._expiries[0][0] <= now:
+            self._forget_expired(now)
         key = event.dedup_key
         if key in self._keys:
             return False
         entry_id = str(next(self._ids))
         self._keys[key] = None
-        self._records[entry_id] = _Record(
-            id=entry_id, key=key, event=event, raw=bytes(raw), received_at=now, due_at=now
-        )
+        self._records[entry_id] = _Record(entry_id, key, event, bytes(raw), now, due_at=now)
         return True
 
     async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:

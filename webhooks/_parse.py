@@ -50,7 +50,8 @@ _ASSET_STRINGS: Final = (
     "thumbnail_src",
     "temp_thumbnail_src",
 )
-_ASSET_DEFAULTED: Final = ("asset_type", "asset_role")
+_DEFAULT_ASSET_TYPE: Final = attrs.fields(ResultAsset).asset_type.default
+_DEFAULT_ASSET_ROLE: Final = attrs.fields(ResultAsset).asset_role.default
 _STRUCTURAL = re.compile(rb'[\[\]{}"\\]')
 _MISSING: Final = object()
 _PLAIN_JSON: Final = frozenset(("application/json", "application/json; charset=utf-8"))
@@ -194,6 +195,73 @@ def parse_event(data: Any) -> Parsed | Ignored | Rejection:
         return Rejection(400, "invalid", f"field 'event' must be a string, not {_json_type(event)}")
     if event != EVENT_PROCESS_COMPLETED:
         return Ignored("unknown_event", f"event type {event[:100]!r} is not handled")
+    process_id = data.get("process_id", _MISSING)
+    order_id = data.get("order_id", _MISSING)
+    tool = data.get("tool", _MISSING)
+    status = data.get("status", _MISSING)
+    if not (
+        type(process_id) is str
+        and process_id
+        and type(order_id) is str
+        and order_id
+        and type(tool) is str
+        and tool
+        and type(status) is str
+        and status
+    ):
+        missing = _missing_string(data)
+        if missing is not None:
+            return missing
+    assets = data.get("final_assets", [])
+    if assets is None:
+        assets = []
+    if not isinstance(assets, list):
+        return Rejection(
+            400, "invalid", f"field 'final_assets' must be an array, not {_json_type(assets)}"
+        )
+    results: list[ResultAsset] = []
+    for asset in assets:
+        if type(asset) is not dict and not isinstance(asset, Mapping):
+            return _bad_asset(assets, asset)
+        asset_id = asset.get("asset_id")
+        if not isinstance(asset_id, str) or not asset_id:
+            return _bad_asset(assets, asset)
+        for value in asset.values():
+            if type(value) is not str:
+                # Not the common case of nothing but strings: check the fields one by one.
+                for name in _ASSET_STRINGS:
+                    if name in asset and not isinstance(asset[name], str):
+                        return _bad_asset(assets, asset)
+                break
+        # Every field was checked, so the model is built directly (as the shared converter
+        # would: unknown keys ignored, ``temp_src``/``temp_thumbnail_src`` only where ``src`` /
+        # ``thumbnail_src`` are absent).
+        results.append(
+            ResultAsset(
+                asset_id=asset_id,
+                src=asset["src"] if "src" in asset else asset.get("temp_src", ""),
+                thumbnail_src=(
+                    asset["thumbnail_src"]
+                    if "thumbnail_src" in asset
+                    else asset.get("temp_thumbnail_src", "")
+                ),
+                asset_type=asset.get("asset_type", _DEFAULT_ASSET_TYPE),
+                asset_role=asset.get("asset_role", _DEFAULT_ASSET_ROLE),
+            )
+        )
+    model = ProcessCompleted(
+        event=event,
+        process_id=data["process_id"],
+        order_id=data["order_id"],
+        tool=data["tool"],
+        status=data["status"],
+        final_assets=tuple(results),
+    )
+    return Parsed(model)
+
+
+def _missing_string(data: Mapping[str, Any]) -> Rejection | None:
+    """The rejection of the first required field that is not a non-empty string, if any."""
     for name in _REQUIRED_STRINGS:
         value = data.get(name, _MISSING)
         if isinstance(value, str) and value:
@@ -202,53 +270,21 @@ def parse_event(data: Any) -> Parsed | Ignored | Rejection:
             return Rejection(400, "invalid", f"missing field {name!r} (a non-empty string)")
         shown = "an empty string" if value == "" else _json_type(value)
         return Rejection(400, "invalid", f"field {name!r} must be a non-empty string, not {shown}")
-    assets = data.get("final_assets", [])
-    if assets is None:
-        assets = []
-    if not isinstance(assets, list):
-        return Rejection(
-            400, "invalid", f"field 'final_assets' must be an array, not {_json_type(assets)}"
-        )
-    for index, asset in enumerate(assets):
-        where = f"final_assets[{index}]"
-        if type(asset) is not dict and not isinstance(asset, Mapping):
-            return Rejection(400, "invalid", f"{where} must be an object, not {_json_type(asset)}")
-        asset_id = asset.get("asset_id")
-        if not isinstance(asset_id, str) or not asset_id:
-            return Rejection(400, "invalid", f"{where}.asset_id must be a non-empty string")
-        if all(isinstance(value, str) for value in asset.values()):
-            continue  # the common case: nothing but strings, so every field below is one
-        for name in _ASSET_STRINGS:
-            if name in asset and not isinstance(asset[name], str):
-                return Rejection(
-                    400,
-                    "invalid",
-                    f"{where}.{name} must be a string, not {_json_type(asset[name])}",
-                )
-    # Every field was checked above, so the models are built directly (as the shared converter
-    # would: unknown keys ignored, ``temp_src``/``temp_thumbnail_src`` only where ``src`` /
-    # ``thumbnail_src`` are absent).
-    model = ProcessCompleted(
-        event=event,
-        process_id=data["process_id"],
-        order_id=data["order_id"],
-        tool=data["tool"],
-        status=data["status"],
-        final_assets=tuple([_result_asset(asset) for asset in assets]),
+    return None
+
+
+def _bad_asset(assets: list[Any], asset: Any) -> Rejection:
+    """Why one result asset is refused (built only when one is)."""
+    where = f"final_assets[{next(i for i, a in enumerate(assets) if a is asset)}]"
+    if type(asset) is not dict and not isinstance(asset, Mapping):
+        return Rejection(400, "invalid", f"{where} must be an object, not {_json_type(asset)}")
+    asset_id = asset.get("asset_id")
+    if not isinstance(asset_id, str) or not asset_id:
+        return Rejection(400, "invalid", f"{where}.asset_id must be a non-empty string")
+    name = next(n for n in _ASSET_STRINGS if n in asset and not isinstance(asset[n], str))
+    return Rejection(
+        400, "invalid", f"{where}.{name} must be a string, not {_json_type(asset[name])}"
     )
-    return Parsed(model)
-
-
-def _result_asset(asset: Mapping[str, Any]) -> ResultAsset:
-    src = asset["src"] if "src" in asset else asset.get("temp_src", "")
-    if "thumbnail_src" in asset:
-        thumbnail = asset["thumbnail_src"]
-    else:
-        thumbnail = asset.get("temp_thumbnail_src", "")
-    if "asset_type" not in asset and "asset_role" not in asset:
-        return ResultAsset(asset_id=asset["asset_id"], src=src, thumbnail_src=thumbnail)
-    extra = {name: asset[name] for name in _ASSET_DEFAULTED if name in asset}
-    return ResultAsset(asset_id=asset["asset_id"], src=src, thumbnail_src=thumbnail, **extra)
 
 
 def _json_type(value: Any) -> str:

@@ -49,6 +49,8 @@ AtomicHandler = Callable[[ProcessCompleted, Any], Awaitable[None]]
 _RELEASE_TIMEOUT: Final = 5.0
 _BURST: Final = 16
 """Entries a worker runs back to back without suspending before it yields to the event loop."""
+#: The handlers finished for an entry none has finished yet (never added to).
+_NONE_DONE: Final[frozenset[int]] = frozenset()
 
 
 @attrs.frozen
@@ -293,7 +295,7 @@ class WorkerPool:
             except Exception as exc:
                 await self._fail(entry, f"result sink failed: {exc!r}")
                 return
-        done = self._done_handlers.setdefault(entry.id, set())
+        done = self._done_handlers.get(entry.id, _NONE_DONE)
         errors: list[str] = []
         writes: list[Any] = []
         for index, spec in _matching(self.handlers, event):
@@ -318,7 +320,7 @@ class WorkerPool:
                 if spec.atomic:
                     writes.append(buffer)  # applied with the ack, so run again on a retry
                 else:
-                    done.add(index)
+                    self._done_handlers.setdefault(entry.id, set()).add(index)
         if errors:
             await self._fail(entry, "; ".join(errors))
             return
