@@ -230,9 +230,15 @@ class Registry:
             return 0
         if not self._waiters:
             self._waiters = {}  # see _discard
+        if not isinstance(entry, set):  # one waiter: the common case
+            self._pending -= 1
+            if entry.done():
+                return 0
+            entry.set_result(event)
+            return 1
         woken = 0
-        self._pending -= len(entry) if isinstance(entry, set) else 1
-        for fut in _futures(entry):
+        self._pending -= len(entry)
+        for fut in entry:
             if not fut.done():
                 fut.set_result(event)
                 woken += 1
