@@ -123,6 +123,11 @@ class MemoryInbox:
         self._keys[record.key] = expiry
         self._expiries.append((expiry, record.key))
 
+    async def ack_many(self, entry_ids: Sequence[str]) -> None:
+        self._open()
+        for entry_id in entry_ids:
+            await self.ack(entry_id)
+
     async def retry_later(self, entry_id: str, error: str, delay: float) -> None:
         self._open()
         record = self._records.get(entry_id)

@@ -89,6 +89,11 @@ _CLAIM_SQL: Final = (
 """Oldest due first, in the order of the ``(state, due_at)`` index, so that a claim reads about
 ``limit`` rows and stops (ordering by ``id`` alone sorted every due row: milliseconds per claim
 with a backlog of thousands)."""
+_ACK_SQL: Final = (
+    "UPDATE webhook_inbox SET state = ?, finished_at = ?, claimed_by = NULL,"
+    " event = X'', raw = X'' WHERE id = ? AND state != ?"
+)
+"""The row stays (without its bodies) to hold the dedup key for ``dedup_retention``."""
 _DEAD_SQL: Final = (
     "SELECT id, event, raw, attempts, last_error, received_at FROM webhook_inbox"
     " WHERE state = ? ORDER BY id LIMIT ?"
@@ -387,14 +392,21 @@ class SQLiteInbox:
             return
 
         def op(conn: sqlite3.Connection) -> None:
-            # The row stays (without its bodies) to hold the dedup key for dedup_retention.
-            conn.execute(
-                "UPDATE webhook_inbox SET state = ?, finished_at = ?, claimed_by = NULL,"
-                " event = X'', raw = X'' WHERE id = ? AND state != ?",
-                (_DONE, time.time(), int(entry_id), _DONE),
-            )
+            conn.execute(_ACK_SQL, (_DONE, time.time(), int(entry_id), _DONE))
 
         await self._write(op, _STATEMENT)
+
+    async def ack_many(self, entry_ids: Sequence[str]) -> None:
+        """:meth:`ack` for every id, in one step of the writer thread."""
+        ids = [int(i) for i in entry_ids if i.isdigit()]
+        if not ids:
+            return
+
+        def op(conn: sqlite3.Connection) -> None:
+            finished = time.time()
+            conn.executemany(_ACK_SQL, [(_DONE, finished, i, _DONE) for i in ids])
+
+        await self._write(op)  # several statements: a savepoint keeps them one step
 
     async def retry_later(self, entry_id: str, error: str, delay: float) -> None:
         if not entry_id.isdigit():

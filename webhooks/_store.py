@@ -34,6 +34,11 @@ An inbox holds accepted ``process.completed`` events until a worker has finished
 ``ack(entry_id)``
     The entry is finished.  It is never handed out again; its dedup key stays claimed.  Idempotent.
 
+``ack_many(entry_ids)`` (optional)
+    :meth:`Inbox.ack` of each id, in one step where the backend can (one transaction, one
+    pipeline).  Unknown ids are ignored.  The worker pool uses it, where an inbox has it, to send
+    the acks of entries that finish close together at once.
+
 ``retry_later(entry_id, error, delay)``
     Releases the claim, records ``error`` as ``last_error`` and makes the entry due again ``delay``
     seconds from now (``0`` means at once).  ``attempts`` is kept.  Unknown ids are ignored.

@@ -3,19 +3,23 @@
 ``workers`` long-lived worker tasks take claimed entries from a local queue and run them one after
 another; one feeder task fills the queue from the inbox (woken at once by each new event and
 whenever the queue runs low, and by a ticker every ``poll_interval`` for delayed retries and
-claims abandoned by crashed processes).  While the inbox has a backlog the feeder claims up to
-``workers`` entries beyond the free workers, so that a worker that finishes starts the next entry
-at once and claims come in batches; a worker whose entries never suspend yields to the event loop
-every ``_BURST`` entries.  A heartbeat task renews the claims of running and queued entries so
-that none is handed to a second worker.
+claims abandoned by crashed processes).  While the inbox has a backlog the feeder claims entries
+in reserve beyond the free workers, so that a worker that finishes starts the next entry at once
+and claims come in batches: as many as the workers finish, at their recent pace, during one
+claim's round trip, at least ``workers`` and at most ``workers * _BURST`` (slow handlers keep a
+small reserve that other processes are not starved of).  A worker whose entries never suspend
+yields to the event loop every ``_BURST`` entries.  A heartbeat task renews the claims of
+running and queued entries so that none is handed to a second worker.
 
 For each entry: fetch-back (optional), the result sink, then every matching handler, each under
-its own timeout.  All succeed: ack; handlers registered with ``atomic=True`` fill a buffer of
-writes instead of writing, and the inbox applies the buffers and the ack in one step
-(:class:`~webhooks.AtomicInbox`), so their effects happen once even if the process dies in
-between.  One fails: retry later with exponential backoff, running only
-the handlers that have not succeeded yet (within this process); after ``max_attempts`` hand-outs:
-dead letter.
+its own timeout.  All succeed: ack.  The worker does not wait for the ack to start its next
+entry: one acker task sends the acks that gather meanwhile together (``ack_many`` where the inbox
+has it), and the entries stay held, their claims renewed, until their ack is done.  Handlers
+registered with ``atomic=True`` fill a buffer of writes instead of writing, and the inbox applies
+the buffers and the ack in one step (:class:`~webhooks.AtomicInbox`), so their effects happen once
+even if the process dies in between; the worker waits for that step.  One fails: retry later
+with exponential backoff, running only the handlers that have not succeeded yet (within this
+process); after ``max_attempts`` hand-outs: dead letter.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ AtomicHandler = Callable[[ProcessCompleted, Any], Awaitable[None]]
 
 _RELEASE_TIMEOUT: Final = 5.0
 _BURST: Final = 16
+_PACE_WEIGHT: Final = 0.05
 """Entries a worker runs back to back without suspending before it yields to the event loop."""
 #: The handlers finished for an entry none has finished yet (never added to).
 _NONE_DONE: Final[frozenset[int]] = frozenset()
@@ -92,6 +97,16 @@ class RetryPolicy:
         return float(raw * random.uniform(0.8, 1.0))  # noqa: S311 - jitter, not security
 
 
+async def _ack_all(inbox: Inbox, entry_ids: list[str]) -> None:
+    """Ack ``entry_ids``: in one call where the inbox has ``ack_many``, else one by one."""
+    ack_many = getattr(inbox, "ack_many", None)
+    if ack_many is not None:
+        await ack_many(entry_ids)
+        return
+    for entry_id in entry_ids:
+        await inbox.ack(entry_id)
+
+
 def _matching(
     handlers: Collection[HandlerSpec], event: ProcessCompleted
 ) -> list[tuple[int, HandlerSpec]]:
@@ -127,6 +142,17 @@ class WorkerPool:
     _heartbeat: asyncio.Task[None] | None = attrs.field(default=None, init=False)
     _stopping: bool = attrs.field(default=False, init=False)
     _done_handlers: dict[str, set[int]] = attrs.field(factory=dict, init=False)
+    _to_ack: list[str] = attrs.field(factory=list, init=False)
+    """Finished entries whose ack the acker has not sent yet."""
+    _acking: set[str] = attrs.field(factory=set, init=False)
+    """Finished entries, held until their ack is done (queued or on the wire)."""
+    _acker: asyncio.Task[None] | None = attrs.field(default=None, init=False)
+    _pace: float = attrs.field(default=0.0, init=False)
+    """Seconds a worker spends on an entry, as a moving average (0 until one finishes)."""
+    _claim_time: float = attrs.field(default=0.0, init=False)
+    """Seconds the last claim took, answer included."""
+    _low_water: int = attrs.field(default=0, init=False)
+    """Claimed entries left waiting below which a worker asks the feeder for more."""
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -149,8 +175,8 @@ class WorkerPool:
 
     @property
     def in_flight(self) -> int:
-        """Entries this process holds: running, or claimed and waiting for a worker."""
-        return len(self._running) + len(self._ready)
+        """Entries this process holds: claimed and waiting, running, or finished and being acked."""
+        return len(self._running) + len(self._ready) + len(self._acking)
 
     async def stop(self, deadline: float) -> None:
         """Stop claiming, hand back queued entries, let running ones finish for ``deadline``
@@ -168,6 +194,7 @@ class WorkerPool:
         loops, self._loops = self._loops, []
         if not loops:
             return
+        started = time.monotonic()
         _, late = await asyncio.wait(loops, timeout=max(0.0, deadline))
         if late:
             logger.warning(
@@ -176,6 +203,22 @@ class WorkerPool:
             )
             for task in late:
                 task.cancel()
+            await asyncio.wait(late)
+        await self._acks_sent(max(_RELEASE_TIMEOUT, deadline - (time.monotonic() - started)))
+
+    async def _acks_sent(self, timeout: float) -> None:
+        """Wait for the acks of finished entries; an ack still unsent is left to the claim
+        timeout (the entry is handed out again: at least once)."""
+        acker = self._acker
+        if acker is None:
+            return
+        _, late = await asyncio.wait([acker], timeout=timeout)
+        if late:
+            logger.warning(
+                "%d webhook ack(s) not done at shutdown; those events will be handled again",
+                len(self._acking),
+            )
+            acker.cancel()
             await asyncio.wait(late)
 
     async def _release_ready(self) -> None:
@@ -190,25 +233,40 @@ class WorkerPool:
 
     # -- claiming -------------------------------------------------------------------------
 
+    def _reserve(self) -> int:
+        """Entries to hold in reserve beyond the free workers, while the inbox has a backlog:
+        what the workers finish, at their recent pace, during one claim's round trip; at least
+        ``workers`` (slow handlers: nothing is hoarded from other processes), at most
+        ``workers * _BURST`` (what they run in one turn of the event loop)."""
+        if self._pace <= 0.0:
+            return self.workers
+        wanted = int(self.workers * self._claim_time / self._pace)
+        return max(self.workers, min(wanted, self.workers * _BURST))
+
     async def _feed(self) -> None:
+        loop = asyncio.get_running_loop()
         while not self._stopping:
             held = len(self._running) + len(self._ready)
             free = self.workers - held
             # More unfinished entries than this process holds: claim a batch in reserve.
-            limit = free + (self.workers if self.backlog > held else 0)
-            if limit <= 0 or len(self._ready) >= self.workers:
+            reserve = self._reserve() if self.backlog > held + len(self._acking) else 0
+            self._low_water = max(self.workers, reserve // 2)
+            limit = free + reserve
+            if limit <= 0 or len(self._ready) >= self._low_water:
                 self._wake.clear()
                 await self._wake.wait()
                 continue
             self._wake.clear()
+            started = loop.time()
             try:
                 batch = await self.inbox.claim_batch(self.consumer, limit)
             except Exception as exc:
                 logger.warning("claiming from the webhook inbox failed (%s); retrying", exc)
                 batch = []
+            self._claim_time = loop.time() - started
             queued = {entry.id for entry in self._ready}
             for entry in batch:
-                if entry.id in self._running or entry.id in queued:
+                if entry.id in self._running or entry.id in queued or entry.id in self._acking:
                     # Our own claim lapsed (renewal failed) and came back to us: it is held.
                     continue
                 self._ready.append(entry)
@@ -225,6 +283,7 @@ class WorkerPool:
             self._wake.set()
 
     async def _work(self) -> None:
+        loop = asyncio.get_running_loop()
         burst = 0
         while not self._stopping:
             if not self._ready:
@@ -234,13 +293,16 @@ class WorkerPool:
                 burst = 0
                 continue
             entry = self._ready.popleft()
-            if len(self._ready) < self.workers:
+            if len(self._ready) < self._low_water:
                 self._wake.set()
             self._running[entry.id] = entry
+            started = loop.time()
             try:
                 await self._run(entry)
             finally:
                 del self._running[entry.id]
+            # The recent time per entry (a moving average), for the size of the next claims.
+            self._pace += (loop.time() - started - self._pace) * _PACE_WEIGHT
             burst += 1
             if burst >= _BURST:
                 burst = 0
@@ -251,7 +313,7 @@ class WorkerPool:
         last_count = time.monotonic()
         while True:
             await asyncio.sleep(interval)
-            held = [*self._running, *(entry.id for entry in self._ready)]
+            held = [*self._running, *(entry.id for entry in self._ready), *self._acking]
             if held:
                 try:
                     await self.inbox.extend(self.consumer, held)
@@ -335,11 +397,43 @@ class WorkerPool:
                 )
                 self._done_handlers.pop(entry.id, None)
                 return
-        else:
-            await self.inbox.ack(entry.id)
+            self._done_handlers.pop(entry.id, None)
+            self.metrics.processed += 1
+            self._settled()
+            return
         self._done_handlers.pop(entry.id, None)
-        self.metrics.processed += 1
-        self._settled()
+        self._ack_soon(entry.id)
+
+    def _ack_soon(self, entry_id: str) -> None:
+        """Queue the ack of a finished entry for the acker, which sends what gathers meanwhile in
+        one go; the entry stays held (its claim renewed) until the ack is done."""
+        self._to_ack.append(entry_id)
+        self._acking.add(entry_id)
+        if self._acker is None:
+            self._acker = asyncio.get_running_loop().create_task(
+                self._send_acks(), name="webhooks-acker"
+            )
+
+    async def _send_acks(self) -> None:
+        try:
+            while self._to_ack:
+                ids, self._to_ack = self._to_ack, []
+                try:
+                    await _ack_all(self.inbox, ids)
+                except Exception:
+                    # The claims time out and the entries are handed out again (at least once).
+                    logger.exception(
+                        "acking %d webhook event(s) failed; they will be handled again", len(ids)
+                    )
+                else:
+                    self.metrics.processed += len(ids)
+                    self.backlog = max(0, self.backlog - len(ids))
+                finally:
+                    self._acking.difference_update(ids)
+        finally:
+            self._acker = None
+            self._acking.difference_update(self._to_ack)
+            self._to_ack = []
 
     def _atomic_inbox(self) -> AtomicInbox:
         if not isinstance(self.inbox, AtomicInbox):  # checked at registration; kept for safety

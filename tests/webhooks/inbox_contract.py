@@ -90,6 +90,19 @@ class InboxContract:
         assert await claim_none(inbox)
         assert await inbox.put(event(), b"x") is False
 
+    async def test_ack_many_acks_each_and_skips_unknown_ids(self, inbox: Inbox) -> None:
+        for n in range(4):
+            await inbox.put(event(f"p-{n}"), b"x")
+        batch = await inbox.claim_batch("c1", 10)
+        ack_many = inbox.ack_many  # type: ignore[attr-defined]  # optional in the contract
+        await ack_many([batch[0].id, "424242", batch[2].id, batch[0].id])
+        await ack_many([])
+        assert await inbox.pending_count() == 2
+        await inbox.retry_later(batch[1].id, "again", 0)
+        await inbox.retry_later(batch[0].id, "acked: ignored", 0)
+        assert [e.id for e in await inbox.claim_batch("c2", 10)] == [batch[1].id]
+        assert await inbox.put(event("p-2"), b"x") is False  # an acked key stays claimed
+
     async def test_abandoned_claims_are_handed_out_again(self, inbox: Inbox) -> None:
         await inbox.put(event(), b"x")
         (entry,) = await inbox.claim_batch("crashed", 10)

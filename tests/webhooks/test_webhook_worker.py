@@ -1,0 +1,124 @@
+"""The worker pool's claims and acks: acks sent together, held until done, claims sized by pace."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from inbox_contract import event
+from whtools import Recorder, wait_until
+
+from asyncsdk._models import ProcessCompleted
+from webhooks import InboxEntry, MemoryInbox, NoVerification, WebhookReceiver
+
+
+class PacedInbox(MemoryInbox):
+    """A memory inbox with the round trips of a remote store, that records its claims and acks."""
+
+    def __init__(
+        self, *, claim_delay: float = 0.0, ack_delay: float = 0.0, claim_timeout: float = 60.0
+    ) -> None:
+        super().__init__(claim_timeout=claim_timeout)
+        self.claim_delay = claim_delay
+        self.ack_delay = ack_delay
+        self.claim_limits: list[int] = []
+        self.ack_calls: list[int] = []
+
+    async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
+        self.claim_limits.append(limit)
+        await asyncio.sleep(self.claim_delay)
+        return await super().claim_batch(consumer, limit)
+
+    async def ack_many(self, entry_ids: Sequence[str]) -> None:
+        self.ack_calls.append(len(entry_ids))
+        await asyncio.sleep(self.ack_delay)
+        await super().ack_many(entry_ids)
+
+
+def receiver_for(inbox: MemoryInbox, **options: object) -> WebhookReceiver:
+    return WebhookReceiver(inbox=inbox, verifier=NoVerification(), **options)  # type: ignore[arg-type]
+
+
+async def store(inbox: MemoryInbox, count: int) -> None:
+    for n in range(count):
+        assert await inbox.put(event(f"p-{n}"), b"{}")
+
+
+async def test_acks_of_entries_finished_together_go_out_together() -> None:
+    inbox = PacedInbox(ack_delay=0.02)
+    await store(inbox, 200)
+    receiver = receiver_for(inbox)
+    seen = Recorder()
+    receiver.add_handler(seen)
+    await receiver.start()
+    try:
+        await wait_until(lambda: receiver.metrics.processed == 200, "every event acked")
+    finally:
+        await receiver.stop()
+    assert sorted(seen.ids) == sorted(f"p-{n}" for n in range(200))
+    assert sum(inbox.ack_calls) == 200
+    assert len(inbox.ack_calls) < 50  # many entries finish during one ack's round trip
+
+
+async def test_an_entry_waiting_for_its_ack_keeps_its_claim() -> None:
+    inbox = PacedInbox(ack_delay=1.0, claim_timeout=0.3)
+    await store(inbox, 1)
+    receiver = receiver_for(inbox, poll_interval=10.0, close_inbox=False)
+    seen = Recorder()
+    receiver.add_handler(seen)
+    await receiver.start()
+    try:
+        await wait_until(lambda: len(inbox.ack_calls) == 1, "the ack to be on its way")
+        assert receiver._pool.in_flight == 1  # held while its ack is on the wire
+        # Past the claim timeout, another process finds nothing to take: the claim was renewed.
+        await asyncio.sleep(0.5)
+        assert await MemoryInbox.claim_batch(inbox, "another-process", 10) == []
+        await wait_until(lambda: receiver.metrics.processed == 1, "the ack to finish")
+    finally:
+        await receiver.stop()
+    assert seen.ids == ["p-0"]
+    assert receiver._pool.in_flight == 0
+    assert await inbox.pending_count() == 0
+
+
+async def test_stop_waits_for_the_acks_of_finished_entries() -> None:
+    inbox = PacedInbox(ack_delay=0.3)
+    await store(inbox, 20)
+    receiver = receiver_for(inbox, close_inbox=False)
+    seen = Recorder()
+    receiver.add_handler(seen)
+    await receiver.start()
+    await wait_until(lambda: len(seen.events) == 20, "every handler to run")
+    await receiver.stop()
+    assert receiver.metrics.processed == 20
+    assert await inbox.pending_count() == 0
+
+
+async def test_claims_grow_for_fast_handlers_and_stay_small_for_slow_ones() -> None:
+    fast = PacedInbox(claim_delay=0.01)
+    await store(fast, 1000)
+    receiver = receiver_for(fast, workers=4)
+    receiver.add_handler(Recorder())
+    await receiver.start()
+    try:
+        await wait_until(lambda: receiver.metrics.processed == 1000, "the fast backlog to drain")
+    finally:
+        await receiver.stop()
+    # Entries take microseconds and a claim 10 ms: the reserve covers a claim's round trip.
+    assert max(fast.claim_limits) > 2 * 4
+
+    slow = PacedInbox(claim_delay=0.01)
+    await store(slow, 24)
+    receiver = receiver_for(slow, workers=4)
+
+    async def slow_handler(_: ProcessCompleted) -> None:
+        await asyncio.sleep(0.05)
+
+    receiver.add_handler(slow_handler)
+    await receiver.start()
+    try:
+        await wait_until(lambda: receiver.metrics.processed == 24, "the slow backlog to drain")
+    finally:
+        await receiver.stop()
+    # Entries take 50 ms: no more than one entry per worker waits in reserve.
+    assert max(slow.claim_limits) <= 2 * 4
