@@ -218,27 +218,17 @@ class RedisInbox:
             await self._batched("EXTEND", self._keys.keys, [_scripts.GROUP, consumer, *ids])
 
     async def ack(self, entry_id: str) -> None:
-        if _scripts.is_entry_id(entry_id):
+        await self.ack_many((entry_id,))
+
+    async def ack_many(self, entry_ids: Sequence[str]) -> None:
+        """:meth:`ack` for every id, in one script call (sent in the next pipeline)."""
+        ids = [entry_id for entry_id in entry_ids if _scripts.is_entry_id(entry_id)]
+        if ids:
             await self._batched(
                 "ACK",
                 list(self._keys.keys),
-                [_scripts.GROUP, entry_id, self._keys.dedup_prefix, self._ttl],
+                [_scripts.GROUP, self._keys.dedup_prefix, self._ttl, *ids],
             )
-
-    async def ack_many(self, entry_ids: Sequence[str]) -> None:
-        """:meth:`ack` for every id, in one pipeline (each ack one script, atomic on its own)."""
-        answers = [
-            self._enqueue(
-                "ACK",
-                list(self._keys.keys),
-                [_scripts.GROUP, entry_id, self._keys.dedup_prefix, self._ttl],
-            )
-            for entry_id in entry_ids
-            if _scripts.is_entry_id(entry_id)
-        ]
-        with translate_errors(InboxUnavailableError, InboxError, "inbox ack", self._redis):
-            for answer in answers:
-                await answer
 
     def new_writes(self) -> RedisWrites:
         """An empty :class:`RedisWrites` for the ``atomic=True`` handlers of one entry."""
@@ -352,21 +342,16 @@ class RedisInbox:
     async def _batched(self, name: str, keys: list[str], args: list[Any]) -> Any:
         """Run one script in the next pipeline; calls made while one is on the wire (or in the
         same turn of the event loop) share a round trip, each script still atomic on its own."""
-        answer = self._enqueue(name, keys, args)
-        with translate_errors(
-            InboxUnavailableError, InboxError, f"inbox {name.lower()}", self._redis
-        ):
-            return await answer
-
-    def _enqueue(self, name: str, keys: list[str], args: list[Any]) -> asyncio.Future[Any]:
-        """Queue one script for the next pipeline; the future gets its answer."""
         self._check_open()
         loop = asyncio.get_running_loop()
         answer: asyncio.Future[Any] = loop.create_future()
         self._queue.append((name, keys, args, answer))
         if self._sender is None:
             self._sender = loop.create_task(self._send(), name="webhooks-redis-inbox-send")
-        return answer
+        with translate_errors(
+            InboxUnavailableError, InboxError, f"inbox {name.lower()}", self._redis
+        ):
+            return await answer
 
     async def _send(self) -> None:
         batch: list[_Queued] = []

@@ -228,11 +228,15 @@ return n
 """
 )
 
-# ARGV: group, id, dedup key prefix, retention.
+# ARGV: group, dedup key prefix, retention, ids...  Returns how many of the ids were unfinished.
 ACK: Final = (
     _COMMON
     + """
-return ack(ARGV[1], ARGV[2], ARGV[3], ARGV[4])
+local n = 0
+for i = 4, #ARGV do
+  n = n + ack(ARGV[1], ARGV[i], ARGV[2], ARGV[3])
+end
+return n
 """
 )
 
