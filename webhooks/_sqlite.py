@@ -1,12 +1,13 @@
 """An inbox in one SQLite file: durable, dependency-free, safe for several processes.
 
 All SQL runs on one dedicated writer thread that owns the connection.  Writes are grouped:
-operations that arrive while a transaction is being committed (or within ``batch_window`` seconds
-of the first) share the next transaction, one fsync for all of them, and each caller awaits the
-commit of its own batch before its call returns.  The event loop hands work to the thread through
-a queue and gets the answers of a whole batch back in one wake-up.  Each operation is atomic on
-its own (one statement, or a savepoint around several), so one failing operation does not undo
-the others; a failed commit fails them all and claims nothing.  An operation, once queued, runs
+operations that arrive while a transaction is being committed (and, if ``batch_window`` is set,
+within that many seconds of the first) share the next transaction, one fsync for all of them,
+and each caller awaits the commit of its own batch before its call returns.  The event loop
+hands work to the thread through a queue and gets the answers of a whole batch back in one
+wake-up.  Each operation is atomic on its own (one statement, or a savepoint around several), so
+one failing operation does not undo the others; a failed commit fails them all and claims
+nothing.  An operation, once queued, runs
 whatever becomes of its caller: a caller that is cancelled or stops waiting never interrupts a
 commit (see :meth:`SQLiteInbox.submit_put`).
 
@@ -80,6 +81,8 @@ _PENDING: Final = "pending"
 _DONE: Final = "done"
 _DEAD: Final = "dead"
 _PURGE_EVERY: Final = 1000
+_EVENTS_KEPT: Final = 4096
+"""Stored events an inbox remembers for their claim (a few MiB at most)."""
 _CLAIM_SQL: Final = (
     "UPDATE webhook_inbox SET claimed_by = ?, claimed_at = ?, attempts = attempts + 1"
     " WHERE id IN (SELECT id FROM webhook_inbox WHERE state = ? AND due_at <= ?"
@@ -100,11 +103,11 @@ _DEAD_SQL: Final = (
 )
 
 
-def _entry(row: tuple[Any, ...]) -> InboxEntry:
+def _entry(row: tuple[Any, ...], known: ProcessCompleted | None = None) -> InboxEntry:
     entry_id, event, raw, attempts, last_error, received_at = row
     return InboxEntry(
         id=str(entry_id),
-        event=decode_event(event),
+        event=decode_event(event) if known is None else known,
         raw=bytes(raw),
         attempts=int(attempts),
         last_error=last_error,
@@ -117,7 +120,9 @@ class SQLiteInbox:
 
     ``claim_timeout``: seconds after which an unextended claim counts as abandoned.
     ``dedup_retention``: seconds a finished event's dedup key is kept (then its row is purged).
-    ``batch_window``: seconds to wait for more writes before a transaction starts.
+    ``batch_window``: seconds to wait for more writes before a transaction starts (default 0:
+    the writes that queue while the previous transaction commits are batch enough, and waiting
+    only adds latency unless commits are cheap and the CPU is the limit).
     """
 
     def __init__(
@@ -126,7 +131,7 @@ class SQLiteInbox:
         *,
         claim_timeout: float = DEFAULT_CLAIM_TIMEOUT,
         dedup_retention: float = DEFAULT_DEDUP_RETENTION,
-        batch_window: float = 0.001,
+        batch_window: float = 0.0,
         busy_timeout: float = 5.0,
     ) -> None:
         if claim_timeout <= 0 or dedup_retention <= 0 or batch_window < 0:
@@ -143,6 +148,10 @@ class SQLiteInbox:
         self._writer: threading.Thread | None = None
         self._closed = False
         self._writes = 0
+        # Events this inbox stored, by row id, with their received_at: a claim of one of them (the
+        # usual case) takes the event from here instead of decoding the stored copy.  Only the
+        # writer thread touches it.
+        self._stored: dict[int, tuple[float, ProcessCompleted]] = {}
 
     def __repr__(self) -> str:
         return f"SQLiteInbox({str(self.path)!r})"
@@ -345,6 +354,7 @@ class SQLiteInbox:
                 (key, data, body, _PENDING, now, now),
             )
             if cur.rowcount == 1:
+                self._keep(cur.lastrowid, now, event)
                 return True
             # A finished key past its retention is free again (the purge may not have run yet).
             cur = conn.execute(
@@ -368,10 +378,31 @@ class SQLiteInbox:
             rows = conn.execute(
                 _CLAIM_SQL, (consumer, now, _PENDING, now, now - self._claim_timeout, limit)
             ).fetchall()
-            return sorted((_entry(row) for row in rows), key=lambda e: int(e.id))
+            rows.sort(key=_first)
+            return [_entry(row, self._stored_event(row)) for row in rows]
 
         result: list[InboxEntry] = await self._write(op)
         return result
+
+    def _keep(self, row_id: int | None, received_at: float, event: ProcessCompleted) -> None:
+        """Remember an event just stored (writer thread), forgetting the oldest past the cap."""
+        if row_id is None:
+            return
+        kept = self._stored
+        kept[row_id] = (received_at, event)
+        if len(kept) > _EVENTS_KEPT:
+            del kept[next(iter(kept))]
+
+    def _stored_event(self, row: tuple[Any, ...]) -> ProcessCompleted | None:
+        """The event of a claimed row as this inbox stored it, if it did (writer thread).
+
+        The row's ``received_at`` must match: a row whose key was stored again (by any process,
+        after its retention) holds another delivery of that key.
+        """
+        kept = self._stored.pop(row[0], None)
+        if kept is None or kept[0] != row[5]:
+            return None
+        return kept[1]
 
     async def extend(self, consumer: str, entry_ids: Sequence[str]) -> None:
         ids = [int(i) for i in entry_ids if i.isdigit()]
@@ -482,6 +513,10 @@ class SQLiteInbox:
         self._requests.put((_no_op, done, _STOP))
         await done
         writer.join()
+
+
+def _first(row: tuple[Any, ...]) -> Any:
+    return row[0]
 
 
 def _no_op(conn: sqlite3.Connection) -> None:

@@ -77,6 +77,30 @@ async def test_two_sqlite_inboxes_on_one_file_share_dedup_and_claims(tmp_path: P
         await two.close()
 
 
+async def test_a_claim_hands_out_the_latest_delivery_stored_under_a_reused_key(
+    tmp_path: Path,
+) -> None:
+    # One inbox stores a delivery; another process claims and finishes it, and once its key is
+    # past retention stores a later delivery of that key in the same row.  The first inbox must
+    # hand out the later one, not the event it remembers storing.
+    path = tmp_path / "shared.sqlite3"
+    one = SQLiteInbox(path, dedup_retention=0.05)
+    two = SQLiteInbox(path, dedup_retention=0.05)
+    try:
+        assert await one.put(event(src="first-signed-url"), b"first")
+        (entry,) = await two.claim_batch("b", 10)
+        await two.ack(entry.id)
+        await asyncio.sleep(0.1)
+        assert await two.put(event(src="second-signed-url"), b"second")
+        (again,) = await one.claim_batch("a", 10)
+        assert again.id == entry.id
+        assert again.raw == b"second"
+        assert again.event.final_assets[0].src == "second-signed-url"
+    finally:
+        await one.close()
+        await two.close()
+
+
 async def test_sqlite_on_an_unwritable_path_raises_unavailable(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
