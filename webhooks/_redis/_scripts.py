@@ -28,6 +28,7 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
+from asyncsdk._models import ProcessCompleted
 from webhooks._store import InboxEntry, InboxError, decode_event
 
 __all__ = [
@@ -79,15 +80,23 @@ class InboxKeys:
         return self.dedup_prefix + dedup_text
 
 
-def parse_entry(row: Sequence[object]) -> InboxEntry:
-    """One ``{id, fields, attempts, last_error}`` row of CLAIM or DEAD_LETTERS as an entry."""
+def parse_entry(
+    row: Sequence[object], stored: dict[str, ProcessCompleted] | None = None
+) -> InboxEntry:
+    """One ``{id, fields, attempts, last_error}`` row of CLAIM or DEAD_LETTERS as an entry.
+
+    ``stored``: events this process put, by entry id; the row's is taken from there (and
+    removed) instead of decoded.  Stream ids are never reused, so an id names one delivery.
+    """
     entry_id, fields, attempts, error = row
     if not isinstance(entry_id, bytes) or not isinstance(fields, list):
         raise InboxError(f"unexpected reply from an inbox script: {row!r}")
     data = dict(zip(fields[::2], fields[1::2], strict=True))
+    text_id = entry_id.decode()
+    event = None if stored is None else stored.pop(text_id, None)
     return InboxEntry(
-        id=entry_id.decode(),
-        event=decode_event(data[b"event"]),
+        id=text_id,
+        event=decode_event(data[b"event"]) if event is None else event,
         raw=bytes(data[b"raw"]),
         attempts=int(attempts) if isinstance(attempts, int | bytes) else 0,
         last_error=error.decode("utf-8", "replace") if isinstance(error, bytes) else None,
