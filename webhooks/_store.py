@@ -95,6 +95,7 @@ polling.
 from __future__ import annotations
 
 import json
+import json.encoder
 from collections.abc import Sequence
 from typing import Any, Final, Protocol, runtime_checkable
 
@@ -244,9 +245,17 @@ _ENCODE: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).enc
 """``json.dumps`` with the storage form's options, built once (``dumps`` builds one per call)."""
 
 
+_STRING: Final = json.encoder.encode_basestring
+"""One JSON string, as ``_ENCODE`` writes it (no ASCII escaping); C, a fraction of a microsecond."""
+
+
 def dedup_key_text(event: ProcessCompleted) -> str:
     """The dedup key as one unambiguous string (a JSON array), for use as a storage key."""
-    return _ENCODE(list(event.dedup_key))
+    try:
+        # The same text as _ENCODE(list(key)), several times faster.
+        return f"[{_STRING(event.event)},{_STRING(event.process_id)},{_STRING(event.status)}]"
+    except TypeError:  # a field that is not a str (built by hand): the general encoder's way
+        return _ENCODE(list(event.dedup_key))
 
 
 _EVENT_FIELDS: Final = ("event", "process_id", "order_id", "tool", "status")
@@ -255,6 +264,25 @@ _ASSET_FIELDS: Final = ("asset_id", "src", "thumbnail_src", "asset_type", "asset
 
 def encode_event(event: ProcessCompleted) -> bytes:
     """The storage form of an event (compact JSON, the model's own field names)."""
+    try:
+        # Written field by field with the C string escaper: the text _encode_event writes, in a
+        # third of its time (puts pay it on every event).
+        s = _STRING
+        assets = ",".join(
+            f'{{"asset_id":{s(a.asset_id)},"src":{s(a.src)},"thumbnail_src":{s(a.thumbnail_src)},'
+            f'"asset_type":{s(a.asset_type)},"asset_role":{s(a.asset_role)}}}'
+            for a in event.final_assets
+        )
+        return (
+            f'{{"event":{s(event.event)},"process_id":{s(event.process_id)},'
+            f'"order_id":{s(event.order_id)},"tool":{s(event.tool)},"status":{s(event.status)},'
+            f'"final_assets":[{assets}]}}'
+        ).encode()
+    except TypeError:  # a field that is not a str (built by hand): the general encoder's way
+        return _encode_event(event)
+
+
+def _encode_event(event: ProcessCompleted) -> bytes:
     return _ENCODE(
         {
             "event": event.event,

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from whtools import (
     HOOK,
     JSON,
@@ -232,4 +234,47 @@ def test_the_storage_form_round_trips_and_keeps_its_bytes() -> None:
     )
     assert dedup_key_text(events[1]) == (
         '["process.completed","prozeß-ü \\"q\\" \\\\ \u2028","done"]'
+    )
+
+
+_TEXT = st.text(max_size=30)  # any code point: quotes, backslashes, controls, U+2028, surrogates
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    fields=st.lists(_TEXT, min_size=5, max_size=5),
+    assets=st.lists(st.lists(_TEXT, min_size=5, max_size=5), max_size=3),
+)
+def test_the_fast_storage_form_is_the_general_encoders_text(
+    fields: list[str], assets: list[list[str]]
+) -> None:
+    from asyncsdk._models import ResultAsset
+    from webhooks._store import _ENCODE, _encode_event, encode_event
+
+    event = ProcessCompleted(
+        event=fields[0],
+        process_id=fields[1],
+        order_id=fields[2],
+        tool=fields[3],
+        status=fields[4],
+        final_assets=tuple(
+            ResultAsset(
+                asset_id=a[0], src=a[1], thumbnail_src=a[2], asset_type=a[3], asset_role=a[4]
+            )
+            for a in assets
+        ),
+    )
+    assert encode_event(event) == _encode_event(event)
+    assert dedup_key_text(event) == _ENCODE(list(event.dedup_key))
+
+
+def test_events_built_by_hand_with_other_types_still_encode() -> None:
+    from webhooks._store import _ENCODE, _encode_event, encode_event
+
+    event = ProcessCompleted(
+        event="process.completed", process_id=42, order_id="o", tool="t", status="done"
+    )  # type: ignore[arg-type]  # not what the parser makes, but a user may build one
+    assert encode_event(event) == _encode_event(event)
+    assert (
+        dedup_key_text(event) == _ENCODE(list(event.dedup_key)) == '["process.completed",42,"done"]'
     )
