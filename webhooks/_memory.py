@@ -16,10 +16,14 @@ from webhooks._store import (
     InboxEntry,
     InboxUnavailableError,
     UnknownEntryError,
+    decode_event,
+    encode_event,
 )
 
 __all__ = ["MemoryInbox"]
 
+_LIVE_EVENTS = 4096
+"""Entries up to which the inbox keeps each event as the object itself."""
 _PENDING = "pending"
 _DEAD = "dead"
 
@@ -28,7 +32,8 @@ _DEAD = "dead"
 class _Record:
     id: str
     key: tuple[str, str, str]
-    event: ProcessCompleted
+    event: ProcessCompleted | bytes
+    """The event, or its stored form (:func:`~webhooks._store.encode_event`) in a long backlog."""
     raw: bytes
     received_at: float
     state: str = _PENDING
@@ -39,9 +44,10 @@ class _Record:
     claimed_at: float = 0.0
 
     def entry(self) -> InboxEntry:
+        event = self.event
         return InboxEntry(
             id=self.id,
-            event=self.event,
+            event=event if isinstance(event, ProcessCompleted) else decode_event(event),
             raw=self.raw,
             attempts=self.attempts,
             last_error=self.last_error,
@@ -86,7 +92,12 @@ class MemoryInbox:
             return False
         entry_id = str(next(self._ids))
         self._keys[key] = None
-        self._records[entry_id] = _Record(entry_id, key, event, bytes(raw), now, due_at=now)
+        records = self._records
+        # Past _LIVE_EVENTS waiting, events are kept in their stored form: bytes, which the
+        # garbage collector does not walk (a backlog of live objects made its full collections
+        # pause the event loop for tens of milliseconds).
+        kept = event if len(records) < _LIVE_EVENTS else encode_event(event)
+        records[entry_id] = _Record(entry_id, key, kept, bytes(raw), now, due_at=now)
         return True
 
     async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:

@@ -28,6 +28,22 @@ class TestSQLiteInbox(InboxContract):
         await inbox.close()
 
 
+async def test_a_long_memory_backlog_hands_out_every_event_as_stored() -> None:
+    # Past a few thousand waiting entries the memory inbox keeps events in their stored form.
+    inbox = MemoryInbox()
+    events = [
+        event(f"p-{n}", status="done" if n % 3 else "failed", src=f"https://x/{n}.jpg?é")
+        for n in range(5000)
+    ]
+    for item in events:
+        assert await inbox.put(item, item.process_id.encode())
+    claimed = await inbox.claim_batch("c1", 6000)
+    assert [entry.event for entry in claimed] == events
+    assert [entry.raw for entry in claimed] == [e.process_id.encode() for e in events]
+    await inbox.dead_letter(claimed[-1].id, "parked")
+    assert [d.event for d in await inbox.dead_letters()] == [events[-1]]
+
+
 async def test_sqlite_entries_survive_a_reopen(tmp_path: Path) -> None:
     path = tmp_path / "inbox.sqlite3"
     first = SQLiteInbox(path, claim_timeout=CLAIM_TIMEOUT)
