@@ -236,7 +236,7 @@ class WorkerPool:
     def _reserve(self) -> int:
         """Entries to hold in reserve beyond the free workers, while the inbox has a backlog:
         what the workers finish, at their recent pace, during one claim's round trip; at least
-        ``workers`` (slow handlers: nothing is hoarded from other processes), at most
+        ``workers`` (slow handlers take no more from other processes than that), at most
         ``workers * _BURST`` (what they run in one turn of the event loop)."""
         if self._pace <= 0.0:
             return self.workers
@@ -301,8 +301,12 @@ class WorkerPool:
                 await self._run(entry)
             finally:
                 del self._running[entry.id]
-            # The recent time per entry (a moving average), for the size of the next claims.
-            self._pace += (loop.time() - started - self._pace) * _PACE_WEIGHT
+            # The recent time per entry (a moving average from the first one on), for the size
+            # of the next claims.
+            took = loop.time() - started
+            self._pace = (
+                took if self._pace <= 0.0 else self._pace + (took - self._pace) * _PACE_WEIGHT
+            )
             burst += 1
             if burst >= _BURST:
                 burst = 0
