@@ -655,12 +655,19 @@ def render(result: dict[str, Any]) -> str:
         f"{workers} of them, each first run by the killed process), but the killed run's writes "
         "were never applied, so every effect lands once. Duplicates sent by the service never "
         "reach a handler: the dedup claim is one atomic `SET NX` shared by all processes.",
-        "The receivers acknowledge faster than their handlers finish (each handled event costs "
-        "a claim, the registry's `SET NX` + `PUBLISH` heard by every process, the handler's "
-        "own note of its run, and the ack with the handler's writes), so a backlog builds "
-        "while the load lasts and drains after it. "
-        "This run set `queue_limit` high to measure that; with the default (10,000 unfinished "
-        "events) the receivers answer 503 with `Retry-After` instead and the service retries.",
+        (
+            "The receivers acknowledged faster than their handlers finished (each handled event "
+            "costs a claim, the registry's `SET NX` + `PUBLISH` heard by every process, the "
+            "handler's own note of its run, and the ack with the handler's writes), so a backlog "
+            "built while the load lasted and drained after it. "
+            if result["backlog_at_last_ack"]
+            else "The workers kept up: nothing was waiting when the last delivery was "
+            "acknowledged, so the handled rate is the valid share of the load, not a limit of "
+            "the workers. "
+        )
+        + "This run set `queue_limit` high; with the default (10,000 unfinished events) "
+        "receivers that fall behind answer 503 with `Retry-After` instead and the service "
+        "retries.",
         f"Latency is measured by the sender around each POST, at {result['concurrency']} in "
         "flight; it includes the durable store (one Redis script) before the 2xx. The "
         "receivers' own figure is the upper bound of their histogram bucket.",
