@@ -127,17 +127,19 @@ class MemoryInbox:
 
     async def ack(self, entry_id: str) -> None:
         self._open()
-        record = self._records.pop(entry_id, None)
-        if record is None:
-            return
-        expiry = self.clock() + self.dedup_retention
-        self._keys[record.key] = expiry
-        self._expiries.append((expiry, record.key))
+        self._finish(entry_id, self.clock() + self.dedup_retention)
 
     async def ack_many(self, entry_ids: Sequence[str]) -> None:
         self._open()
+        expiry = self.clock() + self.dedup_retention
         for entry_id in entry_ids:
-            await self.ack(entry_id)
+            self._finish(entry_id, expiry)
+
+    def _finish(self, entry_id: str, expiry: float) -> None:
+        record = self._records.pop(entry_id, None)
+        if record is not None:
+            self._keys[record.key] = expiry
+            self._expiries.append((expiry, record.key))
 
     async def retry_later(self, entry_id: str, error: str, delay: float) -> None:
         self._open()
