@@ -90,13 +90,19 @@ class MemoryInbox:
         key = event.dedup_key
         if key in self._keys:
             return False
-        entry_id = str(next(self._ids))
-        self._keys[key] = None
         records = self._records
         # Past _LIVE_EVENTS waiting, events are kept in their stored form: bytes, which the
         # garbage collector does not walk (a backlog of live objects made its full collections
-        # pause the event loop for tens of milliseconds).
-        kept = event if len(records) < _LIVE_EVENTS else encode_event(event)
+        # pause the event loop for tens of milliseconds).  Done before the key is claimed, so a
+        # failure claims nothing.
+        kept: ProcessCompleted | bytes = event
+        if len(records) >= _LIVE_EVENTS:
+            try:
+                kept = encode_event(event)
+            except ValueError:  # text JSON can carry but UTF-8 cannot (a lone surrogate)
+                kept = event
+        entry_id = str(next(self._ids))
+        self._keys[key] = None
         records[entry_id] = _Record(entry_id, key, kept, bytes(raw), now, due_at=now)
         return True
 

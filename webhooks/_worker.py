@@ -405,8 +405,7 @@ class WorkerPool:
             self.metrics.processed += 1
             self._settled()
             return
-        self._done_handlers.pop(entry.id, None)
-        self._ack_soon(entry.id)
+        self._ack_soon(entry.id)  # the handlers that succeeded stay noted until the ack is done
 
     def _ack_soon(self, entry_id: str) -> None:
         """Queue the ack of a finished entry for the acker, which sends what gathers meanwhile in
@@ -432,6 +431,8 @@ class WorkerPool:
                 else:
                     self.metrics.processed += len(ids)
                     self.backlog = max(0, self.backlog - len(ids))
+                    for entry_id in ids:
+                        self._done_handlers.pop(entry_id, None)
                 finally:
                     self._acking.difference_update(ids)
         finally:

@@ -44,6 +44,19 @@ async def test_a_long_memory_backlog_hands_out_every_event_as_stored() -> None:
     assert [d.event for d in await inbox.dead_letters()] == [events[-1]]
 
 
+async def test_a_long_memory_backlog_keeps_an_event_utf8_cannot_encode() -> None:
+    # JSON can carry a lone surrogate ("\ud800"); the stored form cannot.  The put must neither
+    # fail nor claim the key without storing the entry.
+    inbox = MemoryInbox()
+    for n in range(4096):
+        assert await inbox.put(event(f"p-{n}"), b"x")
+    odd = event("p-\ud800-odd")
+    assert await inbox.put(odd, b"odd")
+    assert await inbox.put(odd, b"odd") is False
+    claimed = await inbox.claim_batch("c1", 5000)
+    assert claimed[-1].event == odd
+
+
 async def test_sqlite_entries_survive_a_reopen(tmp_path: Path) -> None:
     path = tmp_path / "inbox.sqlite3"
     first = SQLiteInbox(path, claim_timeout=CLAIM_TIMEOUT)

@@ -9,7 +9,13 @@ from inbox_contract import event
 from whtools import Recorder, wait_until
 
 from asyncsdk._models import ProcessCompleted
-from webhooks import InboxEntry, MemoryInbox, NoVerification, WebhookReceiver
+from webhooks import (
+    InboxEntry,
+    InboxUnavailableError,
+    MemoryInbox,
+    NoVerification,
+    WebhookReceiver,
+)
 
 
 class PacedInbox(MemoryInbox):
@@ -122,3 +128,31 @@ async def test_claims_grow_for_fast_handlers_and_stay_small_for_slow_ones() -> N
         await receiver.stop()
     # Entries take 50 ms: no more than one entry per worker waits in reserve.
     assert max(slow.claim_limits) <= 2 * 4
+
+
+class FirstAckFails(PacedInbox):
+    """Its first ``ack_many`` fails, as a store that drops out for a moment would."""
+
+    failed = False
+
+    async def ack_many(self, entry_ids: Sequence[str]) -> None:
+        if not self.failed:
+            self.failed = True
+            raise InboxUnavailableError("the store dropped out")
+        await super().ack_many(entry_ids)
+
+
+async def test_a_failed_ack_does_not_run_succeeded_handlers_again() -> None:
+    inbox = FirstAckFails(claim_timeout=0.3)
+    await store(inbox, 1)
+    receiver = receiver_for(inbox, poll_interval=0.05)
+    seen = Recorder()
+    receiver.add_handler(seen)
+    await receiver.start()
+    try:
+        # The claim times out, this process claims the entry again and only acks it.
+        await wait_until(lambda: receiver.metrics.processed == 1, "the second ack")
+    finally:
+        await receiver.stop()
+    assert inbox.failed
+    assert seen.ids == ["p-0"]
