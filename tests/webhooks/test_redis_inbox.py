@@ -231,3 +231,14 @@ async def test_the_inbox_client_round_trips_values_through_redis(
         assert await client.evalsha(sha, 0, "é") == "é".encode()
     finally:
         await client.aclose()
+
+
+def test_a_url_asking_for_another_text_encoding_keeps_redis_pys_packer(redis_url: str) -> None:
+    from webhooks._redis._connect import connect
+
+    plain = connect(redis_url)
+    latin = connect(redis_url + "?encoding=latin-1")
+    assert plain.connection_pool.connection_class.pack_command is not (
+        latin.connection_pool.connection_class.pack_command
+    )
+    assert latin.connection_pool.connection_class is redis.asyncio.Connection

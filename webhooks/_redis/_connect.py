@@ -66,7 +66,12 @@ def connect(url: str) -> Redis:
         socket_timeout=_SOCKET_TIMEOUT,
         socket_connect_timeout=_SOCKET_TIMEOUT,
     )
-    pool.connection_class = packing_with_hiredis(pool.connection_class)
+    options = pool.connection_kwargs
+    encoding = str(options.get("encoding", "utf-8")).lower().replace("_", "-")
+    if encoding in {"utf-8", "utf8"} and options.get("encoding_errors", "strict") == "strict":
+        # hiredis writes text as UTF-8 (strict), as redis-py does by default; a URL asking for
+        # another encoding keeps redis-py's packer.
+        pool.connection_class = packing_with_hiredis(pool.connection_class)
     return redis.asyncio.Redis.from_pool(pool)
 
 

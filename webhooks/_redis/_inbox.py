@@ -148,7 +148,7 @@ class RedisInbox:
     _queue: list[_Queued] = attrs.field(factory=list, init=False)
     _sender: asyncio.Task[None] | None = attrs.field(default=None, init=False)
     # Events this process put, by entry id, until claimed here (the oldest go past the cap).
-    _stored: dict[str, ProcessCompleted] = attrs.field(factory=dict, init=False)
+    _stored: dict[str, tuple[bytes, ProcessCompleted]] = attrs.field(factory=dict, init=False)
 
     def __attrs_post_init__(self) -> None:
         require_redis()
@@ -187,16 +187,17 @@ class RedisInbox:
         caller gets its own script's answer.
         """
         dedup = dedup_key_text(event)
+        received_at = repr(time.time())
         entry_id = await self._batched(
             "PUT",
             [*self._keys.keys, self._keys.dedup(dedup)],
-            [self._ttl, encode_event(event), bytes(raw), repr(time.time()), dedup],
+            [self._ttl, encode_event(event), bytes(raw), received_at, dedup],
         )
         if entry_id is None:
             return False
         # Kept for this process's own claim of it, which then need not decode it.
         stored = self._stored
-        stored[entry_id.decode()] = event
+        stored[entry_id.decode()] = (received_at.encode(), event)
         if len(stored) > _EVENTS_KEPT:
             del stored[next(iter(stored))]
         return True

@@ -81,22 +81,24 @@ class InboxKeys:
 
 
 def parse_entry(
-    row: Sequence[object], stored: dict[str, ProcessCompleted] | None = None
+    row: Sequence[object], stored: dict[str, tuple[bytes, ProcessCompleted]] | None = None
 ) -> InboxEntry:
     """One ``{id, fields, attempts, last_error}`` row of CLAIM or DEAD_LETTERS as an entry.
 
-    ``stored``: events this process put, by entry id; the row's is taken from there (and
-    removed) instead of decoded.  Stream ids are never reused, so an id names one delivery.
+    ``stored``: events this process put, by entry id, with the ``at`` field it wrote; the row's
+    event is taken from there (and removed) instead of decoded when both match.
     """
     entry_id, fields, attempts, error = row
     if not isinstance(entry_id, bytes) or not isinstance(fields, list):
         raise InboxError(f"unexpected reply from an inbox script: {row!r}")
     data = dict(zip(fields[::2], fields[1::2], strict=True))
     text_id = entry_id.decode()
-    event = None if stored is None else stored.pop(text_id, None)
+    kept = None if stored is None else stored.pop(text_id, None)
     return InboxEntry(
         id=text_id,
-        event=decode_event(data[b"event"]) if event is None else event,
+        event=kept[1]
+        if kept is not None and kept[0] == data[b"at"]
+        else decode_event(data[b"event"]),
         raw=bytes(data[b"raw"]),
         attempts=int(attempts) if isinstance(attempts, int | bytes) else 0,
         last_error=error.decode("utf-8", "replace") if isinstance(error, bytes) else None,
