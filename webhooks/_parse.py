@@ -181,7 +181,25 @@ def parse_body(body: bytes) -> Parsed | Ignored | Rejection:
         return Rejection(
             400, "bad_json", "body is not valid JSON: a number in it is too long to decode"
         )
+    if (b"\\ud" in body or b"\\uD" in body) and _lone_surrogate(data):
+        # JSON can escape half of a UTF-16 pair on its own; no store can keep such text (UTF-8
+        # cannot encode it), so it is refused here rather than answered 503 on every retry.
+        return Rejection(
+            400,
+            "encoding",
+            "body holds a lone UTF-16 surrogate escape (\\ud800-\\udfff without its pair);"
+            " send valid Unicode",
+        )
     return parse_event(data)
+
+
+def _lone_surrogate(data: Any) -> bool:
+    """True if a string in ``data`` holds a surrogate code point (rare: checked on demand)."""
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def parse_event(data: Any) -> Parsed | Ignored | Rejection:

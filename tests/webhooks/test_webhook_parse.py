@@ -15,6 +15,7 @@ from webhooks._parse import (
     Parsed,
     Rejection,
     json_depth_exceeds,
+    parse_body,
     parse_delivery,
 )
 
@@ -124,3 +125,15 @@ def test_any_bytes_get_a_verdict_never_an_exception(body: bytes) -> None:
     assert isinstance(result, Parsed | Ignored | Rejection)
     if isinstance(result, Rejection):
         assert 400 <= result.status < 500
+
+
+def test_a_lone_surrogate_escape_is_refused_and_a_pair_is_kept() -> None:
+    lone = json.dumps(payload("p-\ud800-x")).encode()  # ensure_ascii writes "\ud800"
+    assert b"\\ud800" in lone
+    refused = parse_body(lone)
+    assert isinstance(refused, Rejection)
+    assert (refused.status, refused.code) == (400, "encoding")
+    assert "surrogate" in refused.reason
+    paired = parse_body(json.dumps(payload("p-\U0001f600")).encode())  # "\ud83d\ude00"
+    assert isinstance(paired, Parsed)
+    assert paired.event.process_id == "p-\U0001f600"
