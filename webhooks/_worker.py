@@ -134,7 +134,8 @@ class WorkerPool:
     _running: dict[str, InboxEntry] = attrs.field(factory=dict, init=False)
     _ready: deque[InboxEntry] = attrs.field(factory=deque, init=False)
     """Claimed entries no worker has started yet."""
-    _has_ready: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
+    _idle: deque[asyncio.Future[None]] = attrs.field(factory=deque, init=False)
+    """One future per worker waiting for an entry; the feeder wakes as many as it queued."""
     _wake: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
     _loops: list[asyncio.Task[None]] = attrs.field(factory=list, init=False)
     _feeder: asyncio.Task[None] | None = attrs.field(default=None, init=False)
@@ -189,7 +190,7 @@ class WorkerPool:
             if task is not None:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-        self._has_ready.set()  # idle workers see _stopping and end
+        self._wake_workers(self.workers)  # idle workers see _stopping and end
         await self._release_ready()
         loops, self._loops = self._loops, []
         if not loops:
@@ -271,10 +272,19 @@ class WorkerPool:
                     continue
                 self._ready.append(entry)
             if self._ready:
-                self._has_ready.set()
+                self._wake_workers(len(self._ready))
             if len(batch) < limit:
                 # Nothing more is due: sleep until a new event, a worker or the next tick.
                 await self._wake.wait()
+
+    def _wake_workers(self, count: int) -> None:
+        """Wake up to ``count`` idle workers (one per queued entry, not all of them)."""
+        idle = self._idle
+        while count > 0 and idle:
+            waiting = idle.popleft()
+            if not waiting.done():
+                waiting.set_result(None)
+                count -= 1
 
     async def _tick(self) -> None:
         """Wake the feeder every ``poll_interval`` for delayed retries and abandoned claims."""
@@ -287,9 +297,14 @@ class WorkerPool:
         burst = 0
         while not self._stopping:
             if not self._ready:
-                self._has_ready.clear()
                 self._wake.set()  # the queue is empty: ask the feeder for more
-                await self._has_ready.wait()
+                waiting: asyncio.Future[None] = loop.create_future()
+                self._idle.append(waiting)
+                try:
+                    await waiting
+                finally:
+                    if not waiting.done():  # cancelled while idle
+                        waiting.cancel()
                 burst = 0
                 continue
             entry = self._ready.popleft()
