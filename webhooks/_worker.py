@@ -52,8 +52,9 @@ AtomicHandler = Callable[[ProcessCompleted, Any], Awaitable[None]]
 
 _RELEASE_TIMEOUT: Final = 5.0
 _BURST: Final = 16
-_PACE_WEIGHT: Final = 0.05
 """Entries a worker runs back to back without suspending before it yields to the event loop."""
+_PACE_WEIGHT: Final = 0.05
+"""Weight of the latest entry in the moving average of the time per entry."""
 #: The handlers finished for an entry none has finished yet (never added to).
 _NONE_DONE: Final[frozenset[int]] = frozenset()
 
