@@ -7,9 +7,8 @@ and each caller awaits the commit of its own batch before its call returns.  The
 hands work to the thread through a queue and gets the answers of a whole batch back in one
 wake-up.  Each operation is atomic on its own (one statement, or a savepoint around several), so
 one failing operation does not undo the others; a failed commit fails them all and claims
-nothing.  An operation, once queued, runs
-whatever becomes of its caller: a caller that is cancelled or stops waiting never interrupts a
-commit (see :meth:`SQLiteInbox.submit_put`).
+nothing.  An operation, once queued, runs whatever becomes of its caller: a caller that is
+cancelled or stops waiting never interrupts a commit (see :meth:`SQLiteInbox.submit_put`).
 
 The database is in WAL mode with ``synchronous=FULL``: a ``put`` that returned survives a crash of
 the process and of the machine.  ``BEGIN IMMEDIATE`` and a busy timeout let several processes
@@ -26,6 +25,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -378,7 +378,7 @@ class SQLiteInbox:
             rows = conn.execute(
                 _CLAIM_SQL, (consumer, now, _PENDING, now, now - self._claim_timeout, limit)
             ).fetchall()
-            rows.sort(key=_first)
+            rows.sort(key=itemgetter(0))
             return [_entry(row, self._stored_event(row)) for row in rows]
 
         result: list[InboxEntry] = await self._write(op)
@@ -513,10 +513,6 @@ class SQLiteInbox:
         self._requests.put((_no_op, done, _STOP))
         await done
         writer.join()
-
-
-def _first(row: tuple[Any, ...]) -> Any:
-    return row[0]
 
 
 def _no_op(conn: sqlite3.Connection) -> None:
