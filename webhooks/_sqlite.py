@@ -36,6 +36,7 @@ from webhooks._store import (
     DEFAULT_DEDUP_RETENTION,
     InboxEntry,
     InboxUnavailableError,
+    KeptEvents,
     UnknownEntryError,
     decode_event,
     dedup_key_text,
@@ -81,8 +82,6 @@ _PENDING: Final = "pending"
 _DONE: Final = "done"
 _DEAD: Final = "dead"
 _PURGE_EVERY: Final = 1000
-_EVENTS_KEPT: Final = 4096
-"""Stored events an inbox remembers for their claim (a few MiB at most)."""
 _CLAIM_SQL: Final = (
     "UPDATE webhook_inbox SET claimed_by = ?, claimed_at = ?, attempts = attempts + 1"
     " WHERE id IN (SELECT id FROM webhook_inbox WHERE state = ? AND due_at <= ?"
@@ -148,10 +147,9 @@ class SQLiteInbox:
         self._writer: threading.Thread | None = None
         self._closed = False
         self._writes = 0
-        # Events this inbox stored, by row id, with their received_at: a claim of one of them (the
-        # usual case) takes the event from here instead of decoding the stored copy.  Only the
-        # writer thread touches it.
-        self._stored: dict[int, tuple[float, ProcessCompleted]] = {}
+        # By row id, stamped with received_at (a key stored again reuses its row); only the writer
+        # thread touches it.
+        self._stored = KeptEvents()
 
     def __repr__(self) -> str:
         return f"SQLiteInbox({str(self.path)!r})"
@@ -354,7 +352,7 @@ class SQLiteInbox:
                 (key, data, body, _PENDING, now, now),
             )
             if cur.rowcount == 1:
-                self._keep(cur.lastrowid, now, event)
+                self._stored.keep(cur.lastrowid, now, event)
                 return True
             # A finished key past its retention is free again (the purge may not have run yet).
             cur = conn.execute(
@@ -379,30 +377,10 @@ class SQLiteInbox:
                 _CLAIM_SQL, (consumer, now, _PENDING, now, now - self._claim_timeout, limit)
             ).fetchall()
             rows.sort(key=itemgetter(0))
-            return [_entry(row, self._stored_event(row)) for row in rows]
+            return [_entry(row, self._stored.take(row[0], row[5])) for row in rows]
 
         result: list[InboxEntry] = await self._write(op)
         return result
-
-    def _keep(self, row_id: int | None, received_at: float, event: ProcessCompleted) -> None:
-        """Remember an event just stored (writer thread), forgetting the oldest past the cap."""
-        if row_id is None:
-            return
-        kept = self._stored
-        kept[row_id] = (received_at, event)
-        if len(kept) > _EVENTS_KEPT:
-            del kept[next(iter(kept))]
-
-    def _stored_event(self, row: tuple[Any, ...]) -> ProcessCompleted | None:
-        """The event of a claimed row as this inbox stored it, if it did (writer thread).
-
-        The row's ``received_at`` must match: a row whose key was stored again (by any process,
-        after its retention) holds another delivery of that key.
-        """
-        kept = self._stored.pop(row[0], None)
-        if kept is None or kept[0] != row[5]:
-            return None
-        return kept[1]
 
     async def extend(self, consumer: str, entry_ids: Sequence[str]) -> None:
         ids = [int(i) for i in entry_ids if i.isdigit()]

@@ -112,6 +112,7 @@ __all__ = [
     "InboxEntry",
     "InboxError",
     "InboxUnavailableError",
+    "KeptEvents",
     "RegistrySink",
     "ResultSink",
     "UnknownEntryError",
@@ -236,6 +237,37 @@ class RegistrySink(ResultSink, Protocol):
     """A result sink that also tracks whether a receiver feeds it."""
 
     def set_healthy(self, healthy: bool) -> None: ...
+
+
+class KeptEvents:
+    """Events an inbox stored itself, by entry id, for its own claims of them: a claim takes the
+    event from here instead of decoding the stored copy (the usual case, since the process that
+    stores an event usually claims it).
+
+    Each event is kept with a stamp the stored entry also carries (when it was received); a claim
+    uses the kept event only if the entry's stamp matches, so an entry rewritten by anyone since
+    is decoded.  At most ``limit`` are kept, the oldest forgotten first.  Not thread-safe: one
+    thread (the event loop's, or a backend's own) uses it.
+    """
+
+    __slots__ = ("_kept", "limit")
+
+    def __init__(self, limit: int = 4096) -> None:
+        self.limit = limit
+        self._kept: dict[object, tuple[object, ProcessCompleted]] = {}
+
+    def keep(self, entry_id: object, stamp: object, event: ProcessCompleted) -> None:
+        kept = self._kept
+        kept[entry_id] = (stamp, event)
+        if len(kept) > self.limit:
+            del kept[next(iter(kept))]
+
+    def take(self, entry_id: object, stamp: object) -> ProcessCompleted | None:
+        """The kept event of ``entry_id`` if its stamp is ``stamp`` (forgotten either way)."""
+        kept = self._kept.pop(entry_id, None)
+        if kept is None or kept[0] != stamp:
+            return None
+        return kept[1]
 
 
 _CONVERTER = make_converter()

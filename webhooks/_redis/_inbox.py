@@ -32,6 +32,7 @@ from webhooks._store import (
     InboxEntry,
     InboxError,
     InboxUnavailableError,
+    KeptEvents,
     UnknownEntryError,
     dedup_key_text,
     encode_event,
@@ -49,8 +50,6 @@ _PRUNE_EVERY: Final = 60.0
 """Seconds between sweeps of consumers that hold nothing (crashed or renamed workers)."""
 _PRUNE_IDLE: Final = 3600.0
 """A consumer idle this long and holding nothing is dropped from the group."""
-_EVENTS_KEPT: Final = 4096
-"""Events put by this process kept for its own claims of them (a few MiB at most)."""
 
 
 def _positive_seconds(_: object, attribute: attrs.Attribute[float], value: float) -> None:
@@ -147,8 +146,8 @@ class RedisInbox:
     # Puts and acks waiting for the next pipeline, and the task sending them (see put).
     _queue: list[_Queued] = attrs.field(factory=list, init=False)
     _sender: asyncio.Task[None] | None = attrs.field(default=None, init=False)
-    # Events this process put, by entry id, until claimed here (the oldest go past the cap).
-    _stored: dict[str, tuple[bytes, ProcessCompleted]] = attrs.field(factory=dict, init=False)
+    # Events this process put, by stream id, stamped with their "at" field.
+    _stored: KeptEvents = attrs.field(factory=KeptEvents, init=False)
 
     def __attrs_post_init__(self) -> None:
         require_redis()
@@ -195,11 +194,7 @@ class RedisInbox:
         )
         if entry_id is None:
             return False
-        # Kept for this process's own claim of it, which then need not decode it.
-        stored = self._stored
-        stored[entry_id.decode()] = (received_at.encode(), event)
-        if len(stored) > _EVENTS_KEPT:
-            del stored[next(iter(stored))]
+        self._stored.keep(entry_id.decode(), received_at.encode(), event)
         return True
 
     async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
@@ -221,8 +216,7 @@ class RedisInbox:
                 self._ttl,
             ],
         )
-        stored = self._stored
-        return [_scripts.parse_entry(row, stored) for row in rows]
+        return [_scripts.parse_entry(row, self._stored) for row in rows]
 
     async def extend(self, consumer: str, entry_ids: Sequence[str]) -> None:
         consumer = _check_consumer(consumer)

@@ -28,8 +28,7 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
-from asyncsdk._models import ProcessCompleted
-from webhooks._store import InboxEntry, InboxError, decode_event
+from webhooks._store import InboxEntry, InboxError, KeptEvents, decode_event
 
 __all__ = [
     "ACK",
@@ -80,25 +79,21 @@ class InboxKeys:
         return self.dedup_prefix + dedup_text
 
 
-def parse_entry(
-    row: Sequence[object], stored: dict[str, tuple[bytes, ProcessCompleted]] | None = None
-) -> InboxEntry:
+def parse_entry(row: Sequence[object], stored: KeptEvents | None = None) -> InboxEntry:
     """One ``{id, fields, attempts, last_error}`` row of CLAIM or DEAD_LETTERS as an entry.
 
-    ``stored``: events this process put, by entry id, with the ``at`` field it wrote; the row's
-    event is taken from there (and removed) instead of decoded when both match.
+    ``stored``: events this process put, stamped with the ``at`` field it wrote; the row's event
+    is taken from there instead of decoded when the row's ``at`` matches.
     """
     entry_id, fields, attempts, error = row
     if not isinstance(entry_id, bytes) or not isinstance(fields, list):
         raise InboxError(f"unexpected reply from an inbox script: {row!r}")
     data = dict(zip(fields[::2], fields[1::2], strict=True))
     text_id = entry_id.decode()
-    kept = None if stored is None else stored.pop(text_id, None)
+    kept = None if stored is None else stored.take(text_id, data[b"at"])
     return InboxEntry(
         id=text_id,
-        event=kept[1]
-        if kept is not None and kept[0] == data[b"at"]
-        else decode_event(data[b"event"]),
+        event=decode_event(data[b"event"]) if kept is None else kept,
         raw=bytes(data[b"raw"]),
         attempts=int(attempts) if isinstance(attempts, int | bytes) else 0,
         last_error=error.decode("utf-8", "replace") if isinstance(error, bytes) else None,
