@@ -16,7 +16,8 @@ from benchmarks._env import machine, versions
 from benchmarks._plan import SECTIONS, make_plan
 from benchmarks._procs import stop_all
 from benchmarks._report import render
-from benchmarks._sections import Section, run_section
+from benchmarks._sections import run_section
+from benchmarks._shared import Section
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "RESULTS.md"
 

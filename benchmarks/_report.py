@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._plan import SECTIONS, Plan
-from benchmarks._sections import Goal, Section, table
+from benchmarks._shared import Goal, Section, table
 
 FINDINGS = Path(__file__).resolve().parent / "FINDINGS.md"
 #: The last soak run (``python -m benchmarks.soak`` writes it); quoted in every report.
