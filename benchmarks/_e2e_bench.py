@@ -39,12 +39,11 @@ RENDER_WAIT: Final = 0.25
 async def _start_receiver(
     inbox_kind: str, registry_kind: str, workdir: str, redis_url: str, prefix: str
 ) -> tuple[web.AppRunner, str, Any]:
-    from webhooks import MemoryInbox, SQLiteInbox, TokenVerifier, WebhookReceiver
-    from webhooks._registry import Registry
+    from webhooks import MemoryInbox, Registry, SQLiteInbox, TokenVerifier, WebhookReceiver
 
     registry: Any
     if registry_kind == "redis":
-        from webhooks._redis import RedisRegistry
+        from webhooks import RedisRegistry
 
         registry = RedisRegistry(redis_url, prefix=prefix)
         await registry.start()

@@ -7,7 +7,7 @@
 * Resolve time (another fresh child, no tracemalloc): ``n`` waiters pending, then
   ``await registry.resolve(event)`` for each; the clock stops when every waiting coroutine has
   returned.
-* Redis wake-up: two processes, each with its own :class:`~webhooks._redis.RedisRegistry` (own
+* Redis wake-up: two processes, each with its own :class:`~webhooks.RedisRegistry` (own
   connections and subscription).  The waiter process enrolls ``wait(pid)``, lets the first read of
   the result key pass, then tells the parent; the parent tells the resolver process, which notes
   ``time.monotonic()`` and calls ``resolve``; the waiter notes ``time.monotonic()`` the moment its
@@ -59,7 +59,7 @@ def _traced() -> int:
 
 async def _pending(kind: str, ids: list[str]) -> tuple[list[asyncio.Task[Any]], Any]:
     """Tasks waiting in the way ``kind`` says, all blocked by the time this returns."""
-    from webhooks._registry import Registry
+    from webhooks import Registry
 
     if kind == "event":
         event = asyncio.Event()
@@ -117,7 +117,7 @@ async def resolve_job(io: ChildIO, *, waiters: int) -> dict[str, Any]:
     Each waiting coroutine counts itself out when its ``wait`` returns; the last one sets an
     event (no ``gather``, whose own bookkeeping per task would be timed too).
     """
-    from webhooks._registry import Registry
+    from webhooks import Registry
 
     ids, events = _events(waiters, "res")
     registry = Registry(healthy=True)
@@ -157,7 +157,7 @@ async def redis_waiter(
     io: ChildIO, *, redis_url: str, prefix: str, samples: int, settle: float
 ) -> dict[str, Any]:
     """The waiting side of the wake-up measurement (see the module docstring)."""
-    from webhooks._redis import RedisRegistry
+    from webhooks import RedisRegistry
 
     registry = RedisRegistry(redis_url, prefix=prefix)
     await registry.start()
@@ -180,7 +180,7 @@ async def redis_waiter(
 
 async def redis_resolver(io: ChildIO, *, redis_url: str, prefix: str) -> dict[str, Any]:
     """The resolving side: ``resolve`` each process id the parent names, noting the time first."""
-    from webhooks._redis import RedisRegistry
+    from webhooks import RedisRegistry
 
     registry = RedisRegistry(redis_url, prefix=prefix)
     await registry.start()

@@ -7,8 +7,8 @@
 
 ``N`` deliveries (default 100,000): 65 % new valid events, 30 % duplicates of them (with re-signed
 result URLs, as the service sends), 5 % malformed.  Three receiver processes (this module run as
-``python -m benchmarks.soak node ...``) share a :class:`~webhooks._redis.RedisInbox` and a
-:class:`~webhooks._redis.RedisRegistry` under one key prefix; a load balancer (the generator here)
+``python -m benchmarks.soak node ...``) share a :class:`~webhooks.RedisInbox` and a
+:class:`~webhooks.RedisRegistry` under one key prefix; a load balancer (the generator here)
 spreads deliveries over the live ones and, like the service, retries a delivery on any non-2xx or
 broken connection.  When a third of the deliveries are acknowledged one process gets SIGKILL; at
 two thirds it is started again.
@@ -73,8 +73,7 @@ async def run_node(url: str, prefix: str, name: str, claim_timeout: float) -> No
     from aiohttp import web
 
     from asyncsdk import ProcessCompleted
-    from webhooks import TokenVerifier, WebhookReceiver
-    from webhooks._redis import RedisInbox, RedisRegistry, RedisWrites
+    from webhooks import RedisInbox, RedisRegistry, RedisWrites, TokenVerifier, WebhookReceiver
 
     recorder = redis.asyncio.Redis.from_url(url)
     registry = RedisRegistry(url, prefix=prefix)
@@ -361,7 +360,7 @@ class Options:
 async def soak(options: Options) -> dict[str, Any]:
     import redis.asyncio
 
-    from webhooks._redis import RedisInbox, RedisRegistry
+    from webhooks import RedisInbox, RedisRegistry
 
     rng = random.Random(options.seed)
     run = uuid.uuid4().hex[:8]
