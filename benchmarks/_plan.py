@@ -81,6 +81,12 @@ UPLOAD_VS_AIOHTTP: Final = 0.90
 UPLOAD_RSS_MIB: Final = 8.0
 RECEIVER_VS_BARE: Final = {"memory": 0.80, "sqlite": 0.50, "redis": 0.40}
 RECEIVER_P99_MS: Final = 50.0
+RECEIVER_CPU_VS_PEER: Final = 1.1
+"""Server CPU per request of each receiver over that of the hand-written handler doing the same
+durable work (the memory receiver's peer is the bare handler)."""
+GENERATOR_SATURATED: Final = 0.90
+"""A load generator using this share of its core or more (or more CPU than the server) was the
+limit, not the server: the req/s ratios leave its rounds out."""
 REGISTRY_BYTES: Final = 400.0
 REGISTRY_RESOLVE_S: Final = 1.0
 REGISTRY_WAKE_P99_MS: Final = 3.0

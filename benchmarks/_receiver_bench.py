@@ -1,17 +1,17 @@
-"""Section 3: ``process.completed`` POSTs against the mounted receiver, beside a bare handler.
+"""Section 3: ``process.completed`` POSTs against the mounted receiver, beside its peers.
 
-The server child (pinned to the server core) runs one variant: the bare aiohttp handler (read,
-``json.loads``, 200), or :class:`~webhooks.WebhookReceiver` mounted at ``/hooks/`` with a memory,
-SQLite or Redis inbox, with no handler or with one that sleeps 30 s.  The load generator (wrk with
-a Lua script that gives every request its own ``process_id``, so dedup never short-circuits; else
-a Python/aiohttp child) runs pinned to the client core and measures latency on its side.
+The server child (pinned to the server core) runs one variant: one of the hand-written handlers
+of ``_peers.py`` (bare, SQLite, Redis), or :class:`~webhooks.WebhookReceiver` mounted at
+``/hooks/`` with a memory, SQLite or Redis inbox, with no handler or with one that sleeps 30 s.
+The load generator (wrk with a Lua script that gives every request its own ``process_id``, so
+dedup never short-circuits; else a Python/aiohttp child) runs pinned to the client core and
+measures latency on its side.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import random
 import time
 from pathlib import Path
@@ -21,9 +21,9 @@ from aiohttp import web
 
 from benchmarks._child import ChildIO
 from benchmarks._env import percentile
+from benchmarks._peers import PEERS, add_peer
 
 TOKEN: Final = "bench-token-0123456789abcdefABCDEF"  # noqa: S105 - a fixture, not a secret
-STORES: Final = ("bare", "memory", "sqlite", "redis")
 QUEUE_LIMIT: Final = 10_000_000
 """Raised from the default 10,000 so that backpressure (503) does not mix into the ack timing."""
 
@@ -86,14 +86,6 @@ def lua_script(run: str, delay_ms: float | None = None) -> str:
 # -- the server child -----------------------------------------------------------------------------
 
 
-async def _bare(request: web.Request) -> web.Response:
-    body = await request.read()
-    event = json.loads(body)
-    if not isinstance(event, dict) or "process_id" not in event:
-        return web.json_response({"error": "not an event"}, status=400)
-    return web.json_response({"status": "accepted"})
-
-
 async def serve(
     io: ChildIO,
     *,
@@ -108,20 +100,18 @@ async def serve(
     Messages: ``"mark"`` starts the CPU clock (after the warm-up); ``"stats"`` answers the
     process's CPU seconds since the mark (every thread) and the receiver's counters.
     """
-    from webhooks import MemoryInbox, SQLiteInbox, TokenVerifier, WebhookReceiver
+    from webhooks import MemoryInbox, RedisInbox, SQLiteInbox, TokenVerifier, WebhookReceiver
 
     app = web.Application()
     receiver: WebhookReceiver | None = None
-    if store == "bare":
-        app.router.add_post(f"/hooks/{TOKEN}", _bare)
+    if store in PEERS:
+        add_peer(app, store, token=TOKEN, workdir=Path(workdir), redis_url=redis_url, prefix=prefix)
     else:
         if store == "memory":
             inbox: Any = MemoryInbox()
         elif store == "sqlite":
             inbox = SQLiteInbox(Path(workdir) / "inbox.db")
         elif store == "redis":
-            from webhooks._redis import RedisInbox
-
             inbox = RedisInbox(redis_url, prefix=prefix)
         else:
             raise ValueError(f"unknown store {store!r}")
@@ -171,7 +161,6 @@ def _stats(receiver: Any) -> dict[str, Any]:
         "processed": metrics.processed,
         "unavailable": sum(metrics.unavailable.values()),
         "rejected": sum(metrics.rejected.values()),
-        "backlog": receiver._pool.backlog,
     }
 
 
@@ -188,7 +177,9 @@ async def loadgen(
     delay_ms: float | None = None,
 ) -> dict[str, Any]:
     """``connections`` keep-alive connections posting for ``duration`` s (each waiting
-    ``delay_ms`` between its requests when given); latency per request."""
+    ``delay_ms`` between its requests when given); latency per request, and this process's own
+    CPU seconds over the load (``cpu_s``), to tell when the generator, not the server, was the
+    limit."""
     import aiohttp
 
     latencies: list[float] = []
@@ -219,9 +210,12 @@ async def loadgen(
                     await asyncio.sleep(random.uniform(0, 2 * delay_ms) / 1000)
 
         started = time.perf_counter()
+        cpu = time.process_time()
         await asyncio.gather(*(worker(n) for n in range(connections)))
         seconds = time.perf_counter() - started
+        cpu = time.process_time() - cpu
     return {
+        "cpu_s": cpu,
         "requests": len(latencies) + errors,
         "duration_us": int(seconds * 1e6),
         "p50_us": int(percentile(latencies, 50) * 1e6),

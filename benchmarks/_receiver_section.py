@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import math
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from benchmarks import _plan as goals
 from benchmarks._env import REDIS_URL, median
+from benchmarks._load import run_load
 from benchmarks._plan import Plan
-from benchmarks._procs import CLIENT_CPU, SERVER_CPU, Child, ChildError, run_job, which
+from benchmarks._procs import SERVER_CPU, Child, which
 from benchmarks._shared import (
     Goal,
     Section,
@@ -21,62 +21,41 @@ from benchmarks._shared import (
     met_if_measured,
     new_prefix,
     paired,
-    ratio,
     redis_problem,
     runs_of,
     table,
     workdir,
 )
 
+Load = tuple[str, int, int | None]
+"""A load: its label, its connections, and the pause of a paced one (ms; None: flat out)."""
+Variant = tuple[str, bool]
+"""A server: the store (a peer of ``_peers.py``, or the receiver's inbox), and the 30 s handler."""
+Results = dict[tuple[str, str, bool], list[dict[str, Any]]]
+"""The measurements of each (load label, store, 30 s handler), one per round, in round order."""
 
-def _wrk(url: str, connections: int, seconds: int, script: Path) -> dict[str, Any]:
-    wrk = which("wrk")
-    assert wrk is not None
-    argv = [
-        wrk,
-        "-t1",
-        f"-c{connections}",
-        f"-d{seconds}s",
-        "--timeout",
-        "10s",
-        "-s",
-        str(script),
-        url,
-    ]
-    child = Child("wrk", argv=argv, cpu=CLIENT_CPU)
-    try:
-        out = child.output(timeout=seconds + 60)
-    finally:
-        child.stop()
-    for line in out.splitlines():
-        if line.startswith("WRKJSON "):
-            data: dict[str, Any] = json.loads(line[len("WRKJSON ") :])
-            return data
-    raise ChildError(f"wrk printed no result:\n{out[-2000:]}")
-
-
-def _load(
-    url: str, connections: int, seconds: int, folder: Path, run: str, delay_ms: int | None
-) -> tuple[dict[str, Any], str]:
-    from benchmarks._receiver_bench import lua_script
-
-    if which("wrk") is not None:
-        script = folder / f"{run}.lua"
-        script.write_text(lua_script(run, delay_ms))
-        return _wrk(url, connections, seconds, script), "wrk"
-    result = run_job(
-        "_receiver_bench:loadgen",
-        {
-            "url": url,
-            "connections": connections,
-            "duration": seconds,
-            "run": run,
-            "delay_ms": delay_ms,
-        },
-        cpu=CLIENT_CPU,
-        timeout=seconds + 120,
-    )
-    return result, "python"
+VARIANTS: Final[tuple[Variant, ...]] = (
+    ("bare", False),
+    ("sqlite-peer", False),
+    ("redis-peer", False),
+    ("memory", False),
+    ("sqlite", False),
+    ("redis", False),
+    ("memory", True),
+    ("sqlite", True),
+    ("redis", True),
+)
+NAMES: Final = {
+    "bare": "bare aiohttp handler",
+    "sqlite-peer": "hand-written handler + SQLite",
+    "redis-peer": "hand-written handler + Redis",
+    "memory": "receiver + MemoryInbox",
+    "sqlite": "receiver + SQLiteInbox",
+    "redis": "receiver + RedisInbox",
+}
+PEER_OF: Final = {"memory": "bare", "sqlite": "sqlite-peer", "redis": "redis-peer"}
+"""The handler each receiver's CPU per request is held against: the same durable work by hand."""
+REFUSED: Final = "refused: load generator saturated"
 
 
 def _receiver_once(
@@ -101,18 +80,29 @@ def _receiver_once(
     )
     try:
         url = child.ready()["url"]
-        _load(url, connections, plan.receiver_warmup_seconds, folder, "w" + run, delay_ms)
+        run_load(url, connections, plan.receiver_warmup_seconds, folder, "w" + run, delay_ms)
         child.send("mark")
         child.recv()
-        load, generator = _load(url, connections, plan.receiver_seconds, folder, run, delay_ms)
+        load, generator = run_load(url, connections, plan.receiver_seconds, folder, run, delay_ms)
         child.send("stats")
         load["server"] = child.recv()
     finally:
         child.stop()
         drop_prefix(prefix)
+    seconds = load["duration_us"] / 1e6
     load["generator"] = generator
-    load["rps"] = load["requests"] / (load["duration_us"] / 1e6)
+    load["rps"] = load["requests"] / seconds
     load["cpu_us"] = load["server"]["cpu_s"] / max(1, load["requests"]) * 1e6
+    # Shares of one core over the measured load.  The generator was the limit, not the server,
+    # when it used (nearly) all of its core, or more CPU per request than the server: with a
+    # core each, the side that spends more per request runs out first, even when other work on
+    # the machine keeps both below 100 %.
+    load["generator_share"] = load["cpu_s"] / seconds
+    load["server_share"] = load["server"]["cpu_s"] / seconds
+    load["saturated"] = (
+        load["generator_share"] >= goals.GENERATOR_SATURATED
+        or load["cpu_s"] >= load["server"]["cpu_s"]
+    )
     load["bad"] = load["non_2xx"] + load["errors"] + load["timeouts"]
     server = load["server"]
     # Of the events accepted since the server started, the share the workers finished (acked).
@@ -120,40 +110,9 @@ def _receiver_once(
     return load
 
 
-_RECEIVER_NAMES = {
-    "bare": "bare aiohttp handler",
-    "memory": "receiver + MemoryInbox",
-    "sqlite": "receiver + SQLiteInbox",
-    "redis": "receiver + RedisInbox",
-}
-
-
-def _handled(runs: Sequence[dict[str, Any]]) -> str:
-    shares = [r["handled"] for r in runs if r.get("handled") is not None]
-    return f"{median(shares) * 100:.1f} %" if shares else ""
-
-
-def run_receiver(plan: Plan) -> Section:
-    section = Section("receiver", "3. Receiver: process.completed POSTs")
-    redis_reason = redis_problem()
-    variants: list[tuple[str, bool]] = [
-        ("bare", False),
-        ("memory", False),
-        ("sqlite", False),
-        ("redis", False),
-        ("memory", True),
-        ("sqlite", True),
-        ("redis", True),
-    ]
-    runnable = [v for v in variants if not (v[0] == "redis" and redis_reason)]
-    top = max(plan.receiver_connections)
-    paced_delay = round(top * 1000 / plan.receiver_paced_rate)
-    # (label, connections, delay_ms): saturating loads at each connection count, then a paced one
-    loads: list[tuple[str, int, int | None]] = [
-        (f"{c} conns, flat out", c, None) for c in plan.receiver_connections
-    ]
-    loads.append((f"{top} conns, paced to ~{plan.receiver_paced_rate:,} req/s", top, paced_delay))
-    results: dict[tuple[str, str, bool], list[dict[str, Any]]] = {}
+def _measure(plan: Plan, runnable: Sequence[Variant], loads: Sequence[Load]) -> tuple[Results, str]:
+    """Every runnable variant under every load, ``plan.runs`` rounds (variants interleaved)."""
+    results: Results = {}
     generator = "wrk" if which("wrk") else "python"
     with workdir("bench-receiver-") as folder:
         for _ in range(plan.runs):
@@ -162,40 +121,81 @@ def run_receiver(plan: Plan) -> Section:
                     result = _receiver_once(plan, folder, store, slow, connections, delay_ms)
                     generator = result["generator"]
                     results.setdefault((label, store, slow), []).append(result)
+    return results, generator
 
-    def med(label: str, store: str, slow: bool, key: str) -> float:
-        runs = results.get((label, store, slow))
-        return median([r[key] for r in runs]) if runs else math.nan
 
-    rows = []
-    for label, connections, delay in loads:
-        bare_cpu = med(label, "bare", False, "cpu_us")
-        for store, slow in variants:
-            name = _RECEIVER_NAMES[store] + (", 30 s handler" if slow else "")
-            runs = results.get((label, store, slow))
-            if not runs:
-                rows.append([label, name, "not run: " + (redis_reason or "?"), *[""] * 8])
-                continue
-            rps = med(label, store, slow, "rps")
-            vs_bare, _ = paired(
-                [r["rps"] for r in runs], [r["rps"] for r in results[(label, "bare", False)]]
-            )
-            rows.append(
-                [
-                    label,
-                    name,
-                    f"**{fmt(rps)}** ({runs_of([r['rps'] for r in runs])})",
-                    fmt(vs_bare, 2),
-                    fmt(med(label, store, slow, "cpu_us")),
-                    fmt(ratio(bare_cpu, med(label, store, slow, "cpu_us")), 2),
-                    fmt(med(label, store, slow, "p50_us") / 1000, 1),
-                    f"**{fmt(med(label, store, slow, 'p99_us') / 1000, 1)}**",
-                    "" if delay is not None else fmt(connections / rps * 1000, 1),
-                    _handled(runs),
-                    str(sum(r["bad"] for r in runs)),
-                ]
-            )
-    section.lines += [
+def _median(results: Results, label: str, variant: Variant, key: str) -> float:
+    runs = results.get((label, *variant))
+    return median([r[key] for r in runs]) if runs else math.nan
+
+
+def _rps_vs_bare(results: Results, label: str, variant: Variant) -> float | None:
+    """The per-round median of req/s over the bare handler's, from the rounds where neither
+    load generator saturated; None (refused) when there is no such round; NaN if not run."""
+    mine = results.get((label, *variant))
+    if not mine:
+        return math.nan
+    pairs = zip(mine, results[(label, "bare", False)], strict=True)
+    kept = [(a, b) for a, b in pairs if not a["saturated"] and not b["saturated"]]
+    if not kept:
+        return None
+    return paired([a["rps"] for a, _ in kept], [b["rps"] for _, b in kept])[0]
+
+
+def _cpu_vs_peer(results: Results, label: str, store: str, slow: bool) -> float:
+    """The per-round median of server CPU per request over the peer's (NaN: not run)."""
+    mine = results.get((label, store, slow))
+    theirs = results.get((label, PEER_OF[store], False))
+    if not mine or not theirs:
+        return math.nan
+    return paired([r["cpu_us"] for r in mine], [r["cpu_us"] for r in theirs])[0]
+
+
+def _shares(runs: Sequence[dict[str, Any]]) -> str:
+    generator = median([r["generator_share"] for r in runs]) * 100
+    server = median([r["server_share"] for r in runs]) * 100
+    saturated = sum(r["saturated"] for r in runs)
+    note = f" (saturated in {saturated} of {len(runs)})" if saturated else ""
+    return f"{fmt(generator)}{note} / {fmt(server)}"
+
+
+def _handled(runs: Sequence[dict[str, Any]]) -> str:
+    shares = [r["handled"] for r in runs if r.get("handled") is not None]
+    return f"{median(shares) * 100:.1f} %" if shares else ""
+
+
+def _row(results: Results, load: Load, variant: Variant, redis_reason: str | None) -> list[str]:
+    label, connections, delay = load
+    store, slow = variant
+    name = NAMES[store] + (", 30 s handler" if slow else "")
+    runs = results.get((label, *variant))
+    if not runs:
+        return [label, name, "not run: " + (redis_reason or "?"), *[""] * 9]
+    rps = _median(results, label, variant, "rps")
+    vs_bare = _rps_vs_bare(results, label, variant)
+    vs_peer = (
+        f"{fmt(_cpu_vs_peer(results, label, store, slow), 2)} ({NAMES[PEER_OF[store]]})"
+        if store in PEER_OF
+        else ""
+    )
+    return [
+        label,
+        name,
+        f"**{fmt(rps)}** ({runs_of([r['rps'] for r in runs])})",
+        REFUSED if vs_bare is None else fmt(vs_bare, 2),
+        fmt(_median(results, label, variant, "cpu_us")),
+        vs_peer,
+        _shares(runs),
+        fmt(_median(results, label, variant, "p50_us") / 1000, 1),
+        f"**{fmt(_median(results, label, variant, 'p99_us') / 1000, 1)}**",
+        "" if delay is not None else fmt(connections / rps * 1000, 1),
+        _handled(runs),
+        str(sum(r["bad"] for r in runs)),
+    ]
+
+
+def _describe(plan: Plan, generator: str, top: int, paced_delay: int) -> str:
+    return (
         f"Load generator: **{generator}** (one thread, pinned to core 0; every request carries "
         "a new `process_id`, so every POST is a new event and dedup never short-circuits); "
         f"{plan.receiver_warmup_seconds} s warm-up then {plan.receiver_seconds} s measured; "
@@ -206,67 +206,96 @@ def run_receiver(plan: Plan) -> Section:
         "handler that sleeps 30 s); `queue_limit` raised to 10,000,000 so that backpressure "
         "(503 once 10,000 events wait, the default) does not mix into the ack timing: with the "
         "30 s handler the backlog grows at the full request rate.  The bare handler reads the "
-        "body, `json.loads` it and answers 200 JSON.  Every server process, bare or not, calls "
-        "`gc.freeze()` once its app has started (the deployment `docs/webhooks.md` recommends).  "
-        "Server CPU = `time.process_time()` of the "
-        "server process (every thread, worker pool included) over the measured part, per "
-        f"request.  Paced load: each of the {top} connections waits a random 0 to "
+        "body, `json.loads` it and answers 200 JSON.  The hand-written handlers do the durable "
+        "work a user would write instead of mounting the receiver: the token check, "
+        "`json.loads`, then one SQLite `INSERT ... ON CONFLICT (dedup_key) DO NOTHING` "
+        "committed on the event loop (WAL, `synchronous=FULL`, as `SQLiteInbox`) or a Redis "
+        "`SET NX` of the dedup key and an `XADD` (redis-py's asyncio client), then 200 JSON; "
+        "they run no handler afterwards.  Every server process calls `gc.freeze()` once its "
+        "app has started (the deployment `docs/webhooks.md` recommends).  Server CPU = "
+        "`time.process_time()` of the server process (every thread, worker pool included) over "
+        "the measured part, per request; 'x peer CPU/req' holds it against the hand-written "
+        "handler doing the same durable work, round by round.  'Load gen / server CPU %': the "
+        "share of one core each used over the measured part (wrk's from its resource usage once "
+        "reaped).  A load generator at "
+        f"{goals.GENERATOR_SATURATED * 100:.0f} % or more of its core, or using more CPU than "
+        "the server, was the limit, not the server ('saturated'): its rounds are left out of "
+        "the req/s ratios, and a ratio with no round left is refused.  "
+        f"Paced load: each of the {top} connections waits a random 0 to "
         f"{2 * paced_delay} ms between its requests.  Little's law: flat out, the mean latency "
         "is connections / throughput (the 'conns/throughput' column), a floor no variant "
         "can beat at that throughput.  'Handled by workers': of the events the server "
         "accepted, the share its worker pool had finished (handlers run, entry acked) when the "
         "measured load ended; 100 % less one claim's reserve means the workers kept up, so the "
-        "req/s is a rate the receiver sustains (the 30 s handler finishes nothing by design).",
-        "",
-        *table(
-            [
-                "load",
-                "variant",
-                "req/s (runs)",
-                "x bare req/s (per-round median)",
-                "server CPU us/req",
-                "bare CPU / CPU",
-                "p50 ms",
-                "p99 ms",
-                "conns/throughput ms",
-                "handled by workers",
-                "non-2xx/errors",
-            ],
-            rows,
-        ),
-    ]
+        "req/s is a rate the receiver sustains (the 30 s handler finishes nothing by design)."
+    )
+
+
+HEADER: Final = (
+    "load",
+    "variant",
+    "req/s (runs)",
+    "x bare req/s (per-round median)",
+    "server CPU us/req",
+    "x peer CPU/req (per-round median)",
+    "load gen / server CPU %",
+    "p50 ms",
+    "p99 ms",
+    "conns/throughput ms",
+    "handled by workers",
+    "non-2xx/errors",
+)
+
+
+def run_receiver(plan: Plan) -> Section:
+    section = Section("receiver", "3. Receiver: process.completed POSTs")
+    redis_reason = redis_problem()
+    runnable = [v for v in VARIANTS if not ("redis" in v[0] and redis_reason)]
+    top = max(plan.receiver_connections)
+    paced_delay = round(top * 1000 / plan.receiver_paced_rate)
+    # Saturating loads at each connection count, then a paced one.
+    loads: list[Load] = [(f"{c} conns, flat out", c, None) for c in plan.receiver_connections]
+    loads.append((f"{top} conns, paced to ~{plan.receiver_paced_rate:,} req/s", top, paced_delay))
+    results, generator = _measure(plan, runnable, loads)
+    rows = [_row(results, load, variant, redis_reason) for load in loads for variant in VARIANTS]
+    section.lines += [_describe(plan, generator, top, paced_delay), "", *table(HEADER, rows)]
     if redis_reason:
         section.lines += ["", f"Redis rows not run: {redis_reason}"]
+    section.goals += _goals(results, loads, runnable, top)
+    return section
+
+
+def _goals(
+    results: Results, loads: Sequence[Load], runnable: Sequence[Variant], top: int
+) -> list[Goal]:
+    found: list[Goal] = []
     flat = [(label, c) for label, c, delay in loads if delay is None]
     top_label = next(label for label, c, delay in loads if delay is None and c == top)
     for store in ("memory", "sqlite", "redis"):
         threshold = goals.RECEIVER_VS_BARE[store]
         for slow in (False, True):
             suffix = " (30 s handler)" if slow else ""
-            ratios = [
-                paired(
-                    [r["rps"] for r in results.get((label, store, slow), [])],
-                    [r["rps"] for r in results.get((label, "bare", False), [])],
-                )[0]
-                if (label, store, slow) in results
-                else math.nan
-                for label, _ in flat
-            ]
-            worst = min(ratios)
-            if math.isnan(sum(ratios)):
-                worst = math.nan
-            section.goals.append(
+            ratios = [_rps_vs_bare(results, label, (store, slow)) for label, _ in flat]
+            measured = " / ".join(
+                f"{REFUSED} @{c}" if r is None else f"{r:.2f}x @{c}"
+                for r, (_, c) in zip(ratios, flat, strict=True)
+            )
+            known = [r for r in ratios if r is not None]
+            worst = min(known) if len(known) == len(ratios) else math.nan
+            found.append(
                 Goal(
                     "receiver",
                     f"{store}{suffix}: req/s >= {threshold} x bare",
-                    " / ".join(f"{r:.2f}x @{c}" for r, (_, c) in zip(ratios, flat, strict=True)),
+                    measured,
                     f">= {threshold}",
                     met_if_measured(worst, worst >= threshold),
                 )
             )
-            p99 = med(top_label, store, slow, "p99_us") / 1000
-            bare_p99 = med(top_label, "bare", False, "p99_us") / 1000
-            section.goals.append(
+            if not slow:
+                found.append(_cpu_goal(results, loads, store))
+            p99 = _median(results, top_label, (store, slow), "p99_us") / 1000
+            bare_p99 = _median(results, top_label, ("bare", False), "p99_us") / 1000
+            found.append(
                 Goal(
                     "receiver",
                     f"{store}{suffix}: p99 ack <= {goals.RECEIVER_P99_MS:g} ms @{top}, flat out",
@@ -275,11 +304,11 @@ def run_receiver(plan: Plan) -> Section:
                     met_if_measured(p99, p99 <= goals.RECEIVER_P99_MS),
                 )
             )
-            bad = sum(
-                r["bad"] for label, _, _ in loads for r in results.get((label, store, slow), [])
-            )
             if slow and (store, slow) in runnable:
-                section.goals.append(
+                bad = sum(
+                    r["bad"] for label, _, _ in loads for r in results.get((label, store, slow), [])
+                )
+                found.append(
                     Goal(
                         "receiver",
                         f"{store} (30 s handler): every POST answered 2xx",
@@ -288,4 +317,21 @@ def run_receiver(plan: Plan) -> Section:
                         bad == 0,
                     )
                 )
-    return section
+    return found
+
+
+def _cpu_goal(results: Results, loads: Sequence[Load], store: str) -> Goal:
+    """Server CPU per request against the peer doing the same durable work, under every load."""
+    limit = goals.RECEIVER_CPU_VS_PEER
+    ratios = [_cpu_vs_peer(results, label, store, False) for label, _, _ in loads]
+    where = [f"@{c}" if delay is None else f"@{c} paced" for _, c, delay in loads]
+    worst = max(ratios)
+    if math.isnan(sum(ratios)):
+        worst = math.nan
+    return Goal(
+        "receiver",
+        f"{store}: server CPU/req <= {limit} x {NAMES[PEER_OF[store]]}'s",
+        " / ".join(f"{r:.2f}x {w}" for r, w in zip(ratios, where, strict=True)),
+        f"<= {limit}",
+        met_if_measured(worst, worst <= limit),
+    )

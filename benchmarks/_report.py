@@ -23,7 +23,7 @@ TITLES = {
 
 
 def _verdict(met: bool | None) -> str:
-    return "not run" if met is None else ("**met**" if met else "**missed**")
+    return "not measured" if met is None else ("**met**" if met else "**missed**")
 
 
 def render(
