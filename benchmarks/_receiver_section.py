@@ -159,6 +159,10 @@ def _shares(runs: Sequence[dict[str, Any]]) -> str:
     return f"{fmt(generator)}{note} / {fmt(server)}"
 
 
+def _times(value: float) -> str:
+    return "n/a" if math.isnan(value) else f"{value:.2f}x"
+
+
 def _handled(runs: Sequence[dict[str, Any]]) -> str:
     shares = [r["handled"] for r in runs if r.get("handled") is not None]
     return f"{median(shares) * 100:.1f} %" if shares else ""
@@ -277,7 +281,7 @@ def _goals(
             suffix = " (30 s handler)" if slow else ""
             ratios = [_rps_vs_bare(results, label, (store, slow)) for label, _ in flat]
             measured = " / ".join(
-                f"{REFUSED} @{c}" if r is None else f"{r:.2f}x @{c}"
+                f"{REFUSED} @{c}" if r is None else f"{_times(r)} @{c}"
                 for r, (_, c) in zip(ratios, flat, strict=True)
             )
             known = [r for r in ratios if r is not None]
@@ -299,7 +303,7 @@ def _goals(
                 Goal(
                     "receiver",
                     f"{store}{suffix}: p99 ack <= {goals.RECEIVER_P99_MS:g} ms @{top}, flat out",
-                    f"{p99:.1f} ms (bare: {bare_p99:.1f} ms)",
+                    f"{fmt(p99, 1)} ms (bare: {fmt(bare_p99, 1)} ms)",
                     f"<= {goals.RECEIVER_P99_MS:g} ms",
                     met_if_measured(p99, p99 <= goals.RECEIVER_P99_MS),
                 )
@@ -331,7 +335,7 @@ def _cpu_goal(results: Results, loads: Sequence[Load], store: str) -> Goal:
     return Goal(
         "receiver",
         f"{store}: server CPU/req <= {limit} x {NAMES[PEER_OF[store]]}'s",
-        " / ".join(f"{r:.2f}x {w}" for r, w in zip(ratios, where, strict=True)),
+        " / ".join(f"{_times(r)} {w}" for r, w in zip(ratios, where, strict=True)),
         f"<= {limit}",
         met_if_measured(worst, worst <= limit),
     )
