@@ -50,25 +50,30 @@ from typing import Any, Final, Generic, TypeAlias, TypeVar, cast
 
 import attrs
 
-from asyncsdk._errors import APIError, ConfigurationError, NotFoundError, ValidationError
+from asyncsdk._checks import is_mapping, is_sequence
+from asyncsdk._errors import (
+    APIError,
+    CatalogueError,
+    ConfigurationError,
+    InactiveError,
+    InputError,
+    MissingWidgetError,
+    NotFoundError,
+    SelectionError,
+    UnknownItemError,
+    UnknownToolError,
+    UnknownWidgetError,
+    ValidationError,
+)
 from asyncsdk._models import Asset, AssetRole, Tool, ToolSlug, Widget, WidgetItem
-from asyncsdk._sansio import is_mapping, is_sequence
 
 __all__ = [
     "MULTI_SELECT_WIDGETS",
     "TOOL_ALIASES",
     "Catalogue",
     "CatalogueCache",
-    "CatalogueError",
-    "InactiveError",
-    "InputError",
-    "MissingWidgetError",
     "PreparedProcess",
-    "SelectionError",
     "SlotLayout",
-    "UnknownItemError",
-    "UnknownToolError",
-    "UnknownWidgetError",
     "WidgetSelection",
     "WidgetsArg",
     "input_slots",
@@ -130,63 +135,6 @@ _SLOT_SHORT_NAMES: Final[Mapping[str, str]] = MappingProxyType(
         "input-image-after": "after",
     }
 )
-
-
-# --------------------------------------------------------------------------------------- errors
-
-
-class CatalogueError(ValidationError):
-    """A process request does not fit the tool catalogue; nothing was sent.
-
-    ``tool``, ``widget`` and ``item`` name what is wrong where known; ``valid`` lists the accepted
-    values (short forms) and ``suggestion`` the closest one, when there is one.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        tool: str = "",
-        widget: str = "",
-        item: str = "",
-        valid: Iterable[str] = (),
-        suggestion: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.tool = tool
-        self.widget = widget
-        self.item = item
-        self.valid = tuple(valid)
-        self.suggestion = suggestion
-
-
-class UnknownToolError(CatalogueError):
-    """The tool is not in the catalogue."""
-
-
-class InactiveError(CatalogueError):
-    """The tool, widget or item exists but is not active."""
-
-
-class UnknownWidgetError(CatalogueError):
-    """A widget named in the request does not belong to the tool."""
-
-
-class MissingWidgetError(CatalogueError):
-    """A required widget (``isOptional`` false) was not given."""
-
-
-class UnknownItemError(CatalogueError):
-    """An item named in the request does not belong to its widget."""
-
-
-class SelectionError(CatalogueError):
-    """Items that exist but cannot go together: several in a single-select widget, an item whose
-    ``accessibleIn`` condition is not met, or one widget given twice."""
-
-
-class InputError(CatalogueError):
-    """The input images are wrong: slot names, assets missing from the order, a photo as a mask."""
 
 
 # --------------------------------------------------------------------------------------- helpers

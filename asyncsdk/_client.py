@@ -23,11 +23,10 @@ from types import TracebackType
 from typing import Final, Self
 
 import aiohttp
-import attrs
 from yarl import URL
 
 from asyncsdk._catalogue import CatalogueCache, PreparedProcess, WidgetsArg
-from asyncsdk._convert import make_converter
+from asyncsdk._checks import require_text
 from asyncsdk._downloads import DownloadTarget, check_result_url, write_chunks
 from asyncsdk._errors import APIDecodeError, ConfigurationError, NotFoundError, ValidationError
 from asyncsdk._limits import GenerationLimit
@@ -40,8 +39,10 @@ from asyncsdk._masks import (
     mask_from_shapes,
 )
 from asyncsdk._models import Asset, AssetRole, CreatedProcesses, Process, ResultAsset, ToolSlug
+from asyncsdk._protocol.convert import make_converter
+from asyncsdk._protocol.retry import RetryPolicy
 from asyncsdk._resources import V1, Core, Orders, Processes, Projects, Tools, check_widgets_arg
-from asyncsdk._sansio import ApiKey, RetryPolicy, Timeout, require_text
+from asyncsdk._settings import DEFAULT_TIMEOUT, ApiKey, ClientSettings, Timeout
 from asyncsdk._transport import Transport
 from asyncsdk._uploads import (
     MAX_UPLOAD_BYTES,
@@ -53,152 +54,7 @@ from asyncsdk._uploads import (
 )
 from asyncsdk._waiter import ResultWaiter
 
-__all__ = ["ENV_API_KEY", "ENV_APP_URL", "ENV_BASE_URL", "Client", "ClientSettings"]
-
-ENV_API_KEY: Final = "ASYNCSDK_API_KEY"
-ENV_BASE_URL: Final = "ASYNCSDK_BASE_URL"
-ENV_APP_URL: Final = "ASYNCSDK_APP_URL"
-
-DEFAULT_TIMEOUT: Final = Timeout()
-ROLE_FIELDS: Final = ("asset_role", "asset_roles")
-
-
-def _service_url(value: str | URL, what: str, env: str) -> URL:
-    try:
-        url = URL(value)
-    except (TypeError, ValueError) as exc:
-        raise ConfigurationError(f"{what} is not a valid URL: {exc}") from exc
-    if url.scheme not in ("http", "https") or not url.host:
-        raise ConfigurationError(
-            f"{what} must be an absolute http(s) URL such as https://api.example.com "
-            f"(argument or {env}), not {str(value)!r}"
-        )
-    if url.user is not None or url.password is not None:
-        raise ConfigurationError(
-            f"{what} must not carry credentials; pass the API key as api_key or in {ENV_API_KEY}"
-        )
-    if url.query_string or url.fragment:
-        raise ConfigurationError(f"{what} must not have a query string or fragment")
-    return url.with_path(url.path.rstrip("/") or "/")
-
-
-@attrs.frozen(kw_only=True)
-class ClientSettings:
-    """Everything a client was configured with, resolved and checked (the key stays masked)."""
-
-    api_key: ApiKey
-    base_url: URL
-    app_url: URL
-    timeout: Timeout
-    retry: RetryPolicy
-    max_in_flight: int
-    role_field: str
-    min_poll_interval: float
-    strict: bool
-    validate: bool = True
-    catalogue_ttl: float = 300.0
-    max_upload_bytes: int = MAX_UPLOAD_BYTES
-
-    @classmethod
-    def resolve(
-        cls,
-        *,
-        api_key: str | ApiKey | None = None,
-        base_url: str | URL | None = None,
-        app_url: str | URL | None = None,
-        timeout: Timeout | float = DEFAULT_TIMEOUT,
-        retry: RetryPolicy | None = None,
-        max_in_flight: int = 64,
-        role_field: str = "asset_role",
-        min_poll_interval: float = 5.0,
-        strict: bool = False,
-        validate: bool = True,
-        catalogue_ttl: float = 300.0,
-        max_upload_bytes: int = MAX_UPLOAD_BYTES,
-        environ: Mapping[str, str] | None = None,
-    ) -> ClientSettings:
-        """Arguments first, then the environment; ``ConfigurationError`` names what is missing."""
-        env = os.environ if environ is None else environ
-        if isinstance(api_key, ApiKey):
-            api_key = api_key.reveal()
-        key = api_key if api_key is not None else env.get(ENV_API_KEY, "")
-        if not isinstance(key, str) or not key.strip():
-            raise ConfigurationError(
-                f"no API key: pass api_key=... to Client or set the {ENV_API_KEY} environment "
-                "variable"
-            )
-        key = key.strip()
-        if not key.isascii() or any(char.isspace() or not char.isprintable() for char in key):
-            raise ConfigurationError(
-                "the API key contains whitespace, control or non-ASCII characters; copy it "
-                "again from the dashboard's API section"
-            )
-        base = base_url if base_url is not None else env.get(ENV_BASE_URL, "")
-        if not base:
-            raise ConfigurationError(
-                f"no service address: pass base_url=... to Client or set the {ENV_BASE_URL} "
-                "environment variable"
-            )
-        resolved_base = _service_url(base, "base_url", ENV_BASE_URL)
-        app = app_url if app_url is not None else env.get(ENV_APP_URL, "")
-        resolved_app = _service_url(app, "app_url", ENV_APP_URL) if app else resolved_base
-        if isinstance(timeout, int | float) and not isinstance(timeout, bool):
-            timeout = DEFAULT_TIMEOUT.with_total(timeout)
-        if not isinstance(timeout, Timeout):
-            raise ConfigurationError(
-                f"timeout must be a Timeout or a number of seconds, not {timeout!r}"
-            )
-        if (
-            isinstance(max_in_flight, bool)
-            or not isinstance(max_in_flight, int)
-            or max_in_flight < 1
-        ):
-            raise ConfigurationError(f"max_in_flight must be an int >= 1, not {max_in_flight!r}")
-        if role_field not in ROLE_FIELDS:
-            raise ConfigurationError(
-                f"role_field must be 'asset_role' or 'asset_roles', not {role_field!r}"
-            )
-        if (
-            isinstance(min_poll_interval, bool)
-            or not isinstance(min_poll_interval, int | float)
-            or min_poll_interval <= 0
-        ):
-            raise ConfigurationError(
-                f"min_poll_interval must be a number of seconds > 0, not {min_poll_interval!r}"
-            )
-        if not isinstance(validate, bool):
-            raise ConfigurationError(f"validate must be True or False, not {validate!r}")
-        if (
-            isinstance(catalogue_ttl, bool)
-            or not isinstance(catalogue_ttl, int | float)
-            or not catalogue_ttl > 0
-        ):
-            raise ConfigurationError(
-                f"catalogue_ttl must be a number of seconds > 0, not {catalogue_ttl!r}"
-            )
-        if (
-            isinstance(max_upload_bytes, bool)
-            or not isinstance(max_upload_bytes, int)
-            or max_upload_bytes < 1
-        ):
-            raise ConfigurationError(
-                "max_upload_bytes must be a positive int (bytes per file; the service accepts "
-                f"{MAX_UPLOAD_BYTES} by default), not {max_upload_bytes!r}"
-            )
-        return cls(
-            api_key=ApiKey(key),
-            base_url=resolved_base,
-            app_url=resolved_app,
-            timeout=timeout,
-            retry=retry or RetryPolicy(),
-            max_in_flight=max_in_flight,
-            role_field=role_field,
-            min_poll_interval=float(min_poll_interval),
-            strict=strict,
-            validate=validate,
-            catalogue_ttl=float(catalogue_ttl),
-            max_upload_bytes=max_upload_bytes,
-        )
+__all__ = ["Client"]
 
 
 class Client:

@@ -2,8 +2,8 @@
 ``.tools`` and ``.v1``.
 
 A resource method checks its arguments (``ValidationError`` before anything is sent), builds a
-:class:`~asyncsdk._sansio.Request`, and hands it with a decoder to the one transport.  Decoders turn
-the JSON value (envelope already removed) into models with the client's converter.
+:class:`~asyncsdk._protocol.requests.Request`, and hands it with a decoder to the one transport.
+Decoders turn the JSON value (envelope already removed) into models with the client's converter.
 
 Process creation goes through the catalogue layer (:mod:`asyncsdk._catalogue`) first: widgets given
 by short name are expanded, and with validation on a request the service would refuse (or run
@@ -17,7 +17,6 @@ import logging
 from collections import OrderedDict
 from collections.abc import (
     AsyncIterator,
-    Awaitable,
     Callable,
     Coroutine,
     Hashable,
@@ -40,6 +39,7 @@ from asyncsdk._catalogue import (
     prepare_process_with,
     request_key,
 )
+from asyncsdk._checks import is_int, is_mapping, is_sequence, require_number, require_text
 from asyncsdk._errors import (
     AsyncSDKError,
     ProcessFailedError,
@@ -54,7 +54,6 @@ from asyncsdk._models import (
     CreatedProcesses,
     Order,
     Page,
-    Pagination,
     Process,
     ProcessCompleted,
     ProcessStatus,
@@ -64,25 +63,18 @@ from asyncsdk._models import (
     V1Upload,
     Widget,
 )
-from asyncsdk._sansio import (
-    Request,
-    Timeout,
-    endpoint,
-    is_mapping,
-    is_sequence,
-    next_page_params,
-    query,
-    require_text,
+from asyncsdk._multipart import build_form
+from asyncsdk._protocol.paging import dimensions, listing, walk
+from asyncsdk._protocol.requests import Request, endpoint, query
+from asyncsdk._protocol.responses import (
+    describe_shape,
+    items_decoder,
+    model_decoder,
+    page_decoder,
 )
+from asyncsdk._settings import Timeout
 from asyncsdk._transport import Transport
-from asyncsdk._uploads import (
-    MAX_UPLOAD_BYTES,
-    Upload,
-    UploadSource,
-    build_form,
-    check_roles,
-    to_upload,
-)
+from asyncsdk._uploads import MAX_UPLOAD_BYTES, Upload, UploadSource, check_roles, to_upload
 from asyncsdk._waiter import ResultWaiter
 
 __all__ = [
@@ -99,10 +91,6 @@ __all__ = [
 T = TypeVar("T")
 
 _log = logging.getLogger("asyncsdk")
-
-#: Largest page the service serves (spec 8).
-MAX_PAGE_SIZE = 30
-SORT_ORDERS = ("asc", "desc", "modified")
 
 TimeoutArg = Timeout | float | None
 
@@ -160,112 +148,15 @@ class Core:
         prefix = self.fixed_url(*collection)
         url = prefix.with_path(f"{prefix.raw_path}/{quote(item_id, safe='')}", encoded=True)
         if width is not None or height is not None:
-            url = url.with_query(_dimensions(width, height))
+            url = url.with_query(dimensions(width, height))
         return self.send(Request(method="GET", url=url), self.decoder(cls), timeout)
 
     def decoder(self, cls: type[T]) -> Callable[[Any], T]:
         """The decoder of one JSON object into ``cls``, built once per class."""
         decode = self._decoders.get(cls)
         if decode is None:
-            decode = self._decoders[cls] = _model(self.converter, cls)
+            decode = self._decoders[cls] = model_decoder(self.converter, cls)
         return decode
-
-
-# --- decoders -------------------------------------------------------------------------------------
-
-
-def _shape(value: Any) -> str:
-    if value is None:
-        return "an empty body"
-    if isinstance(value, Mapping):
-        return "a JSON object"
-    if isinstance(value, list):
-        return "a JSON array"
-    return f"a JSON {type(value).__name__}"
-
-
-def _model(converter: cattrs.Converter, cls: type[T]) -> Callable[[Any], T]:
-    def decode(value: Any) -> T:
-        if not is_mapping(value):
-            raise TypeError(f"expected a JSON object for {cls.__name__}, got {_shape(value)}")
-        return converter.structure(value, cls)
-
-    return decode
-
-
-def _items(converter: cattrs.Converter, cls: type[T]) -> Callable[[Any], tuple[T, ...]]:
-    """``{data: [...], ...}`` or a bare array."""
-
-    def decode(value: Any) -> tuple[T, ...]:
-        if isinstance(value, Mapping) and isinstance(value.get("data"), list):
-            value = value["data"]
-        if not isinstance(value, list):
-            raise TypeError(f"expected {{data: [...]}} or an array, got {_shape(value)}")
-        return tuple(converter.structure(item, cls) for item in value)
-
-    return decode
-
-
-def _page(
-    converter: cattrs.Converter, cls: type[T], *, page: int, limit: int, lenient: bool = False
-) -> Callable[[Any], Page[T]]:
-    """``{data: [...], pagination: {...}}``; with ``lenient``, also a listing without pagination
-    (the spec shows no shape for the orders of a project), read as a single page."""
-
-    def decode(value: Any) -> Page[T]:
-        if isinstance(value, Mapping) and "pagination" in value:
-            data = {"data": value.get("data"), "pagination": value["pagination"]}
-            return converter.structure(data, Page[cls])  # type: ignore[valid-type]
-        if not lenient:
-            raise TypeError(f"expected {{data: [...], pagination: {{...}}}}, got {_shape(value)}")
-        items = _items(converter, cls)(value)
-        pagination = Pagination(page=page, limit=limit, total_count=len(items), total_pages=page)
-        return Page(data=items, pagination=pagination)
-
-    return decode
-
-
-def _dimensions(width: int | None, height: int | None) -> dict[str, str]:
-    for name, value in (("width", width), ("height", height)):
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int) or value < 1
-        ):
-            raise ValidationError(f"{name} must be a positive int (pixels), not {value!r}")
-    return query(width=width, height=height)
-
-
-def _listing(
-    *, page: int, limit: int, sort: str, width: int | None, height: int | None
-) -> dict[str, str]:
-    if isinstance(page, bool) or not isinstance(page, int) or page < 1:
-        raise ValidationError(f"page must be an int >= 1, not {page!r}")
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE_SIZE:
-        raise ValidationError(
-            f"limit must be an int from 1 to {MAX_PAGE_SIZE} (the service's largest page), "
-            f"not {limit!r}"
-        )
-    if sort not in SORT_ORDERS:
-        raise ValidationError(f"sort must be one of {', '.join(SORT_ORDERS)}, not {sort!r}")
-    return {"page": str(page), "limit": str(limit), "sort": sort, **_dimensions(width, height)}
-
-
-async def _walk(
-    fetch: Callable[[dict[str, str]], Awaitable[Page[T]]], params: dict[str, str]
-) -> AsyncIterator[T]:
-    """Every item of every page, following ``next_page`` until it is empty."""
-    current: dict[str, str] | None = params
-    while current is not None:
-        page = await fetch(current)
-        for item in page.data:
-            yield item
-        if not page.data:
-            return
-        current = next_page_params(
-            page.pagination.next_page,
-            current,
-            page=int(current["page"]),
-            total_pages=page.pagination.total_pages,
-        )
 
 
 # --- resources ------------------------------------------------------------------------------------
@@ -283,7 +174,7 @@ class Projects:
         request = Request(
             method="POST", url=self._core.fixed_url("v3", "project"), json={"address": address}
         )
-        return await self._core.send(request, _model(self._core.converter, Project), timeout)
+        return await self._core.send(request, model_decoder(self._core.converter, Project), timeout)
 
     async def get(
         self,
@@ -311,7 +202,7 @@ class Projects:
         timeout: TimeoutArg = None,
     ) -> Page[Project]:
         """One page of projects (``search`` filters on the address)."""
-        params = _listing(page=page, limit=limit, sort=sort, width=width, height=height)
+        params = listing(page=page, limit=limit, sort=sort, width=width, height=height)
         params.update(query(s=search))
         return await self._fetch(params, timeout)
 
@@ -326,12 +217,12 @@ class Projects:
         timeout: TimeoutArg = None,
     ) -> AsyncIterator[Project]:
         """Every project, page after page: ``async for project in client.projects.iter(): ...``."""
-        params = _listing(page=1, limit=limit, sort=sort, width=width, height=height)
+        params = listing(page=1, limit=limit, sort=sort, width=width, height=height)
         params.update(query(s=search))
-        return _walk(lambda current: self._fetch(current, timeout), params)
+        return walk(lambda current: self._fetch(current, timeout), params)
 
     async def _fetch(self, params: dict[str, str], timeout: TimeoutArg) -> Page[Project]:
-        decode = _page(
+        decode = page_decoder(
             self._core.converter, Project, page=int(params["page"]), limit=int(params["limit"])
         )
         request = Request(method="GET", url=self._core.url("v3", "project", params=params))
@@ -350,7 +241,7 @@ class Projects:
     ) -> Page[Order]:
         """One page of the orders of a project, with their input assets and process results."""
         require_text(project_id, "project_id")
-        params = _listing(page=page, limit=limit, sort=sort, width=width, height=height)
+        params = listing(page=page, limit=limit, sort=sort, width=width, height=height)
         return await self._fetch_orders(project_id, params, timeout)
 
     def iter_orders(
@@ -365,13 +256,13 @@ class Projects:
     ) -> AsyncIterator[Order]:
         """Every order of a project, page after page."""
         require_text(project_id, "project_id")
-        params = _listing(page=1, limit=limit, sort=sort, width=width, height=height)
-        return _walk(lambda current: self._fetch_orders(project_id, current, timeout), params)
+        params = listing(page=1, limit=limit, sort=sort, width=width, height=height)
+        return walk(lambda current: self._fetch_orders(project_id, current, timeout), params)
 
     async def _fetch_orders(
         self, project_id: str, params: dict[str, str], timeout: TimeoutArg
     ) -> Page[Order]:
-        decode = _page(
+        decode = page_decoder(
             self._core.converter,
             Order,
             page=int(params["page"]),
@@ -412,7 +303,9 @@ class Orders:
             max_bytes=self._core.max_upload_bytes,
         )
         request = Request(method="POST", url=self._core.fixed_url("v3", "order"), form=form)
-        return await self._core.send(request, _model(self._core.converter, CreatedOrder), timeout)
+        return await self._core.send(
+            request, model_decoder(self._core.converter, CreatedOrder), timeout
+        )
 
     async def append_mask(
         self,
@@ -447,7 +340,9 @@ class Orders:
             if isinstance(value, Mapping) and "id" in value:
                 order = converter.structure(value, Order)
                 return CreatedOrder(order_id=order.id, assets=order.entry_assets)
-            raise TypeError(f"expected an order or {{order_id, assets}}, got {_shape(value)}")
+            raise TypeError(
+                f"expected an order or {{order_id, assets}}, got {describe_shape(value)}"
+            )
 
         return decode
 
@@ -821,10 +716,8 @@ class Processes:
         """
         require_text(process_id, "process_id")
         for name, value in (("timeout", timeout), ("webhook_grace", webhook_grace)):
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int | float) or value < 0
-            ):
-                raise ValidationError(f"{name} must be a number of seconds >= 0, not {value!r}")
+            if value is not None:
+                require_number(value, f"{name} must be a number of seconds >= 0")
         interval = self._core.min_poll_interval
         if poll_interval is not None:
             interval = max(interval, poll_interval)
@@ -914,14 +807,14 @@ class Tools:
         """Every tool of the catalogue (on ``app_url``; sent without the API key)."""
         url = endpoint(self._core.app_url, "api", "tools")
         request = Request(method="GET", url=url, authenticated=False)
-        return await self._core.send(request, _items(self._core.converter, Tool), timeout)
+        return await self._core.send(request, items_decoder(self._core.converter, Tool), timeout)
 
     async def widgets(self, tool_slug: str, *, timeout: TimeoutArg = None) -> tuple[Widget, ...]:
         """The widgets (settings) of a tool and their items."""
         require_text(tool_slug, "tool_slug")
         url = self._core.url("v1", "cathub", "tools", tool_slug, "widgets")
         return await self._core.send(
-            Request(method="GET", url=url), _items(self._core.converter, Widget), timeout
+            Request(method="GET", url=url), items_decoder(self._core.converter, Widget), timeout
         )
 
 
@@ -944,7 +837,9 @@ class V1:
         request = Request(
             method="POST", url=self._core.fixed_url("v1", "order", "image"), form=form
         )
-        return await self._core.send(request, _model(self._core.converter, V1Upload), timeout)
+        return await self._core.send(
+            request, model_decoder(self._core.converter, V1Upload), timeout
+        )
 
     async def submit_order(
         self,
@@ -973,7 +868,7 @@ class V1:
         def decode(value: Any) -> V1Submitted:
             if value is None:
                 return V1Submitted(order_id=order_id)
-            return _model(converter, V1Submitted)(value)
+            return model_decoder(converter, V1Submitted)(value)
 
         request = Request(method="POST", url=self._core.url("v1", "order"), json=body)
         return await self._core.send(request, decode, timeout)
@@ -1024,7 +919,7 @@ def _v1_submit_body(
     if (
         isinstance(widget_ids, str)
         or not isinstance(widget_ids, Sequence)
-        or not all(isinstance(i, int) and not isinstance(i, bool) for i in widget_ids)
+        or not all(is_int(i) for i in widget_ids)
     ):
         raise ValidationError(f"widget_ids must be a list of ints, not {widget_ids!r}")
     return {"order_id": order_id, "service_name": service_name, "widget_ids": list(widget_ids)}

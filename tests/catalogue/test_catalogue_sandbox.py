@@ -28,9 +28,9 @@ from asyncsdk._catalogue import (
     WidgetsArg,
     prepare_process,
 )
-from asyncsdk._convert import make_converter, unwrap_envelope
 from asyncsdk._masks import check_mask, mask_from_shapes
 from asyncsdk._models import Asset, CreatedOrder, Tool, ToolSlug, Widget
+from asyncsdk._protocol.convert import make_converter, unwrap_envelope
 from asyncsdk.sandbox import Sandbox
 
 CONVERTER = make_converter(strict=True)
