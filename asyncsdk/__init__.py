@@ -19,6 +19,13 @@ from asyncsdk._catalogue import (
     WidgetsArg,
     WidgetSelection,
 )
+from asyncsdk._catalogue.v1map import (
+    V1_ENDPOINTS,
+    V1Translation,
+    translate_v1_submit,
+    v1_service_to_tool,
+    v1_space_to_item,
+)
 from asyncsdk._client import Client
 from asyncsdk._errors import (
     APIConnectionError,
@@ -77,16 +84,9 @@ from asyncsdk._models import (
     WidgetItem,
 )
 from asyncsdk._protocol.retry import RetryPolicy
+from asyncsdk._resources import ResultWaiter
 from asyncsdk._settings import ClientSettings, Timeout
 from asyncsdk._uploads import MAX_UPLOAD_BYTES, Upload, UploadSource
-from asyncsdk._v1map import (
-    V1_ENDPOINTS,
-    V1Translation,
-    translate_v1_submit,
-    v1_service_to_tool,
-    v1_space_to_item,
-)
-from asyncsdk._waiter import ResultWaiter
 
 __version__ = "0.1.0"
 

@@ -7,15 +7,11 @@ import asyncio
 import pytest
 from catalogue_fixture import CatalogueSource, Clock
 
-from asyncsdk._catalogue import (
-    CatalogueCache,
-    WidgetSelection,
-    prepare_process,
-    prepare_process_with,
-    request_key,
-)
-from asyncsdk._errors import APIConnectionError, ConfigurationError, NotFoundError
-from asyncsdk._models import ToolSlug
+from asyncsdk import APIConnectionError, CatalogueCache, ConfigurationError, NotFoundError, ToolSlug
+
+# prepare_process (checking one request through a cache) is reached publicly only through a
+# client's processes.prepare; these tests drive the cache with in-memory fetchers instead.
+from asyncsdk._catalogue import prepare_process
 
 VS = ToolSlug.VIRTUAL_STAGING
 PICKS = {"space": "bedroom", "style": "modern"}
@@ -163,70 +159,3 @@ async def test_unknown_tool_widgets_raise_not_found(source: CatalogueSource) -> 
 def test_ttl_must_be_positive(source: CatalogueSource) -> None:
     with pytest.raises(ConfigurationError, match="ttl must be a positive number"):
         CatalogueCache(source.fetch_tools, source.fetch_widgets, ttl=0)
-
-
-# --- kept plans -----------------------------------------------------------------------------------
-
-
-async def test_serves_tells_whether_a_plan_still_holds(
-    source: CatalogueSource, clock: Clock
-) -> None:
-    cache = source.cache(clock=clock, ttl=60.0)
-    args = {"tool": VS, "asset_map": None, "inputs": "p", "widgets": PICKS, "order_assets": None}
-    _, checked = await prepare_process_with(cache, validate=True, **args)
-    _, unchecked = await prepare_process_with(cache, validate=False, **args)
-
-    assert cache.serves(checked, VS)
-    assert cache.serves(unchecked, None)
-    assert not cache.serves(checked, ToolSlug.DAY_TO_DUSK)  # another tool's widgets
-    assert not cache.serves(None, VS)
-    clock.now += 61.0
-    assert not cache.serves(checked, VS)  # past the TTL
-    source.tools = tuple(list(source.tools))  # the next fetch answers new objects, as HTTP does
-    source.widgets[VS] = tuple(list(source.widgets[VS]))
-    _, again = await prepare_process_with(cache, validate=True, **args)
-    assert again is not checked
-    assert cache.serves(again, VS)
-    assert not cache.serves(unchecked, None)  # the cache now holds other values
-    cache.invalidate()
-    assert not cache.serves(again, VS)
-
-
-@pytest.mark.parametrize(
-    ("first", "second"),
-    [
-        (({"s": "a"}, None, None), ({"s": "b"}, None, None)),
-        (({"s": "a"}, None, None), (None, {"s": "a"}, None)),
-        ((None, "a", None), ("a", None, None)),
-        ((None, "a", {"space": "x"}), (None, "a", {"space": ["x"]})),
-        ((None, "a", {"space": "x"}), (None, "a", [{"slug": "space", "item_slugs": ["x"]}])),
-        ((None, "a", {"space": "x", "style": "y"}), (None, "a", {"style": "y", "space": "x"})),
-        ((None, "a", None), (None, "a", [])),
-    ],
-)
-def test_request_keys_differ_when_arguments_differ(first: tuple, second: tuple) -> None:  # type: ignore[type-arg]
-    one, other = request_key(VS, *first), request_key(VS, *second)
-    assert one is not None
-    assert other is not None
-    assert one != other
-    assert request_key(VS, *first) == one  # and are equal for equal arguments
-    assert request_key(ToolSlug.DAY_TO_DUSK, *first) != one
-
-
-@pytest.mark.parametrize(
-    "args",
-    [
-        (None, "a", {"space": 1}),
-        (None, "a", {"space": {"x"}}),
-        (None, "a", [{"slug": "w", "item_slugs": ["i"], "extra": 1}]),
-        (None, "a", [{"slug": "w"}]),
-        (None, "a", "space"),
-        ({"s": 1}, None, None),
-        ({1: "a"}, None, None),
-        (None, 7, None),
-        (None, "a", [WidgetSelection("w", ("i",))]),
-    ],
-)
-def test_other_shapes_have_no_request_key(args: tuple) -> None:  # type: ignore[type-arg]
-    assert request_key(VS, *args) is None
-    assert request_key(None, None, "a", None) is None

@@ -6,15 +6,19 @@ import re
 
 import pytest
 
-from asyncsdk._catalogue import Catalogue, plan_process
-from asyncsdk._models import ToolSlug
-from asyncsdk._v1map import (
+from asyncsdk import (
     V1_ENDPOINTS,
+    Catalogue,
+    ToolSlug,
     V1MappingError,
     translate_v1_submit,
     v1_service_to_tool,
     v1_space_to_item,
 )
+
+# plan_process has no public name: it shows what a translated request plans to, without a
+# client or a server.
+from asyncsdk._catalogue import plan_process
 
 VS = ToolSlug.VIRTUAL_STAGING
 SPACE = "widget-space-tool-virtual-staging"

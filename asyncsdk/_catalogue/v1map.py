@@ -28,7 +28,7 @@ from typing import Any, Final
 
 import attrs
 
-from asyncsdk._catalogue import Catalogue, WidgetSelection
+from asyncsdk._catalogue.snapshot import Catalogue, WidgetSelection
 from asyncsdk._errors import CatalogueError, V1MappingError
 from asyncsdk._models import ToolSlug
 
