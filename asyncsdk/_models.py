@@ -1,9 +1,9 @@
 """Typed, frozen models of every resource and response of the service.
 
 Models hold values only: no I/O, no (de)serialisation.  Decoding from the wire lives in
-``_convert.py``.  Server-controlled values (statuses, roles, slugs) are plain ``str``; the known
-values are constants on the small namespaces below, never closed enums, so a value the service adds
-tomorrow still parses.
+``_protocol/convert.py``.  Server-controlled values (statuses, roles, slugs) are plain ``str``; the
+known values are constants on the small namespaces below, never closed enums, so a value the
+service adds tomorrow still parses.
 """
 
 from __future__ import annotations

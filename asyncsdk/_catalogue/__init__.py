@@ -1,7 +1,7 @@
 """Catalogue-aware process requests: widgets by name, wrong processes caught before they cost money.
 
 Every process costs money and the service has no idempotency key, so a request that the service
-would reject (or, worse, accept and run wrongly) is best caught before it is sent.  This module
+would reject (or, worse, accept and run wrongly) is best caught before it is sent.  This package
 checks a process request against the tool catalogue (spec 2.4, 2.5, 4.8) and expands the short
 forms people write into the wire form the service wants.  It holds protocol logic only: the
 catalogue comes in through two async callables (``fetch_tools`` and ``fetch_widgets``), so nothing
