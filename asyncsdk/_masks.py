@@ -21,7 +21,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Final, TypeAlias
 
-from asyncsdk._checks import require_int
+from asyncsdk._checks import is_int, require_int
 from asyncsdk._errors import ConfigurationError, MaskError, ValidationError
 from asyncsdk._models import MaskReport
 
@@ -263,7 +263,7 @@ def mask_from_shapes(
     from PIL import Image, ImageDraw
 
     if isinstance(size, tuple):
-        if len(size) != 2 or not all(isinstance(v, int) and v > 0 for v in size):
+        if len(size) != 2 or not all(is_int(v) and v > 0 for v in size):
             raise ValidationError(f"size must be (width, height) in positive pixels, not {size!r}")
         width, height = size
     else:

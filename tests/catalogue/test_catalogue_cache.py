@@ -9,12 +9,7 @@ from catalogue_fixture import CatalogueSource, Clock
 
 from asyncsdk import APIConnectionError, CatalogueCache, ConfigurationError, NotFoundError, ToolSlug
 
-# prepare_process (checking one request through a cache) is reached publicly only through a
-# client's processes.prepare; these tests drive the cache with in-memory fetchers instead.
-from asyncsdk._catalogue import prepare_process
-
 VS = ToolSlug.VIRTUAL_STAGING
-PICKS = {"space": "bedroom", "style": "modern"}
 
 
 async def test_fetched_on_first_use_then_served_from_the_cache(
@@ -24,7 +19,8 @@ async def test_fetched_on_first_use_then_served_from_the_cache(
     assert cache.peek() is None
     assert source.tool_calls == 0
     for _ in range(3):
-        await prepare_process(cache, tool=VS, asset_map=None, inputs="p", widgets=PICKS)
+        catalogue = await cache.catalogue(VS)
+        assert catalogue.widget(VS, "space").slug == "widget-space-tool-virtual-staging"
     assert source.tool_calls == 1
     assert source.widget_calls == [VS]
     snapshot = cache.peek()
@@ -47,28 +43,22 @@ async def test_refreshed_after_the_ttl(source: CatalogueSource, clock: Clock) ->
     assert source.widget_calls == [VS, VS]
 
 
-async def test_a_thousand_concurrent_requests_cause_one_fetch_each(
+async def test_a_thousand_concurrent_callers_cause_one_fetch_each(
     source: CatalogueSource,
 ) -> None:
     source.gate = asyncio.Event()
     cache = source.cache()
-    runs = [
-        asyncio.create_task(
-            prepare_process(cache, tool=VS, asset_map=None, inputs=f"p-{n}", widgets=PICKS)
-        )
-        for n in range(1000)
-    ]
+    runs = [asyncio.create_task(cache.catalogue(VS)) for _ in range(1000)]
     for _ in range(5):
         await asyncio.sleep(0)
     assert source.tool_calls == 1
     assert not any(run.done() for run in runs)
     source.gate.set()
-    prepared = await asyncio.gather(*runs)
+    snapshots = await asyncio.gather(*runs)
     assert source.tool_calls == 1
     assert source.widget_calls == [VS]
-    assert {p.asset_map["tool-virtual-staging-input-image"] for p in prepared} == {
-        f"p-{n}" for n in range(1000)
-    }
+    assert all(snapshot.widgets_of(VS) == snapshots[0].widgets_of(VS) for snapshot in snapshots)
+    assert len(snapshots[0].widgets_of(VS)) > 0
 
 
 async def test_one_flight_per_key(source: CatalogueSource) -> None:
