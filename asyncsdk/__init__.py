@@ -15,19 +15,18 @@
 from asyncsdk._catalogue import (
     Catalogue,
     CatalogueCache,
-    CatalogueError,
-    InactiveError,
-    InputError,
-    MissingWidgetError,
     PreparedProcess,
-    SelectionError,
-    UnknownItemError,
-    UnknownToolError,
-    UnknownWidgetError,
     WidgetsArg,
     WidgetSelection,
 )
-from asyncsdk._client import Client, ClientSettings
+from asyncsdk._catalogue.v1map import (
+    V1_ENDPOINTS,
+    V1Translation,
+    translate_v1_submit,
+    v1_service_to_tool,
+    v1_space_to_item,
+)
+from asyncsdk._client import Client
 from asyncsdk._errors import (
     APIConnectionError,
     APIDecodeError,
@@ -37,32 +36,36 @@ from asyncsdk._errors import (
     AsyncSDKError,
     AuthenticationError,
     BadRequestError,
+    CatalogueError,
     ConfigurationError,
+    InactiveError,
+    InputError,
+    MaskError,
+    MissingWidgetError,
     NotFoundError,
     PermissionDeniedError,
     ProcessFailedError,
     RateLimitError,
+    SelectionError,
     ServerError,
+    UnknownItemError,
+    UnknownToolError,
+    UnknownWidgetError,
     UnprocessableEntityError,
     UploadError,
+    V1MappingError,
     ValidationError,
     WaitTimeoutError,
 )
 from asyncsdk._limits import GenerationLimit
-from asyncsdk._masks import (
-    REMOVE_BLUE,
-    MaskError,
-    MaskReport,
-    check_mask,
-    convert_white_mask,
-    mask_from_shapes,
-)
+from asyncsdk._masks import REMOVE_BLUE, check_mask, convert_white_mask, mask_from_shapes
 from asyncsdk._models import (
     Asset,
     AssetRole,
     CreatedOrder,
     CreatedProcesses,
     Feedback,
+    MaskReport,
     Order,
     OrderProcess,
     OrderStatus,
@@ -80,17 +83,10 @@ from asyncsdk._models import (
     Widget,
     WidgetItem,
 )
-from asyncsdk._sansio import RetryPolicy, Timeout
+from asyncsdk._protocol.retry import RetryPolicy
+from asyncsdk._resources import ResultWaiter
+from asyncsdk._settings import ClientSettings, Timeout
 from asyncsdk._uploads import MAX_UPLOAD_BYTES, Upload, UploadSource
-from asyncsdk._v1map import (
-    V1_ENDPOINTS,
-    V1MappingError,
-    V1Translation,
-    translate_v1_submit,
-    v1_service_to_tool,
-    v1_space_to_item,
-)
-from asyncsdk._waiter import ResultWaiter
 
 __version__ = "0.1.0"
 

@@ -1,9 +1,8 @@
-"""The client: settings, the resources hanging off it, and ``run()``.
+"""The client: its construction, the resources hanging off it, downloads, and closing.
 
-Settings come from arguments, else from the environment (``ASYNCSDK_API_KEY``,
-``ASYNCSDK_BASE_URL``, ``ASYNCSDK_APP_URL``).  The API key is held by an object whose repr is
-masked; it goes into the ``x-api-key`` header and nowhere else (not into URLs, logs, reprs or
-errors).
+Settings are resolved in ``_settings.py`` (arguments first, then the environment); the API key is
+held by an object whose repr is masked.  ``run()`` and ``run_mask_removal()`` are carried out in
+``_flows.py``.
 
 Every process request is checked against the tool catalogue (``client.catalogue``, fetched on
 first use and kept ``catalogue_ttl`` seconds) before it is sent; ``validate=False`` turns that off
@@ -14,191 +13,28 @@ paid process.
 
 from __future__ import annotations
 
-import asyncio
-import io
-import os
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Final, Self
+from typing import Self
 
 import aiohttp
-import attrs
 from yarl import URL
 
-from asyncsdk._catalogue import CatalogueCache, PreparedProcess, WidgetsArg
-from asyncsdk._convert import make_converter
+from asyncsdk._catalogue import CatalogueCache, WidgetsArg
 from asyncsdk._downloads import DownloadTarget, check_result_url, write_chunks
-from asyncsdk._errors import APIDecodeError, ConfigurationError, NotFoundError, ValidationError
+from asyncsdk._errors import ConfigurationError, ValidationError
+from asyncsdk._flows import Flows
 from asyncsdk._limits import GenerationLimit
-from asyncsdk._masks import (
-    ImageSource,
-    Point,
-    Rectangle,
-    check_mask,
-    convert_white_mask,
-    mask_from_shapes,
-)
-from asyncsdk._models import Asset, AssetRole, CreatedProcesses, Process, ResultAsset, ToolSlug
-from asyncsdk._resources import V1, Core, Orders, Processes, Projects, Tools, check_widgets_arg
-from asyncsdk._sansio import ApiKey, RetryPolicy, Timeout, require_text
+from asyncsdk._masks import ImageSource, Point, Rectangle
+from asyncsdk._models import CreatedProcesses, Process, ResultAsset
+from asyncsdk._protocol.convert import make_converter
+from asyncsdk._protocol.retry import RetryPolicy
+from asyncsdk._resources import V1, Core, Orders, Processes, Projects, ResultWaiter, Tools
+from asyncsdk._settings import DEFAULT_TIMEOUT, ApiKey, ClientSettings, Timeout
 from asyncsdk._transport import Transport
-from asyncsdk._uploads import (
-    MAX_UPLOAD_BYTES,
-    Upload,
-    UploadSource,
-    check_roles,
-    sniff_image_type,
-    to_upload,
-)
-from asyncsdk._waiter import ResultWaiter
+from asyncsdk._uploads import MAX_UPLOAD_BYTES, Upload, UploadSource
 
-__all__ = ["ENV_API_KEY", "ENV_APP_URL", "ENV_BASE_URL", "Client", "ClientSettings"]
-
-ENV_API_KEY: Final = "ASYNCSDK_API_KEY"
-ENV_BASE_URL: Final = "ASYNCSDK_BASE_URL"
-ENV_APP_URL: Final = "ASYNCSDK_APP_URL"
-
-DEFAULT_TIMEOUT: Final = Timeout()
-ROLE_FIELDS: Final = ("asset_role", "asset_roles")
-
-
-def _service_url(value: str | URL, what: str, env: str) -> URL:
-    try:
-        url = URL(value)
-    except (TypeError, ValueError) as exc:
-        raise ConfigurationError(f"{what} is not a valid URL: {exc}") from exc
-    if url.scheme not in ("http", "https") or not url.host:
-        raise ConfigurationError(
-            f"{what} must be an absolute http(s) URL such as https://api.example.com "
-            f"(argument or {env}), not {str(value)!r}"
-        )
-    if url.user is not None or url.password is not None:
-        raise ConfigurationError(
-            f"{what} must not carry credentials; pass the API key as api_key or in {ENV_API_KEY}"
-        )
-    if url.query_string or url.fragment:
-        raise ConfigurationError(f"{what} must not have a query string or fragment")
-    return url.with_path(url.path.rstrip("/") or "/")
-
-
-@attrs.frozen(kw_only=True)
-class ClientSettings:
-    """Everything a client was configured with, resolved and checked (the key stays masked)."""
-
-    api_key: ApiKey
-    base_url: URL
-    app_url: URL
-    timeout: Timeout
-    retry: RetryPolicy
-    max_in_flight: int
-    role_field: str
-    min_poll_interval: float
-    strict: bool
-    validate: bool = True
-    catalogue_ttl: float = 300.0
-    max_upload_bytes: int = MAX_UPLOAD_BYTES
-
-    @classmethod
-    def resolve(
-        cls,
-        *,
-        api_key: str | ApiKey | None = None,
-        base_url: str | URL | None = None,
-        app_url: str | URL | None = None,
-        timeout: Timeout | float = DEFAULT_TIMEOUT,
-        retry: RetryPolicy | None = None,
-        max_in_flight: int = 64,
-        role_field: str = "asset_role",
-        min_poll_interval: float = 5.0,
-        strict: bool = False,
-        validate: bool = True,
-        catalogue_ttl: float = 300.0,
-        max_upload_bytes: int = MAX_UPLOAD_BYTES,
-        environ: Mapping[str, str] | None = None,
-    ) -> ClientSettings:
-        """Arguments first, then the environment; ``ConfigurationError`` names what is missing."""
-        env = os.environ if environ is None else environ
-        if isinstance(api_key, ApiKey):
-            api_key = api_key.reveal()
-        key = api_key if api_key is not None else env.get(ENV_API_KEY, "")
-        if not isinstance(key, str) or not key.strip():
-            raise ConfigurationError(
-                f"no API key: pass api_key=... to Client or set the {ENV_API_KEY} environment "
-                "variable"
-            )
-        key = key.strip()
-        if not key.isascii() or any(char.isspace() or not char.isprintable() for char in key):
-            raise ConfigurationError(
-                "the API key contains whitespace, control or non-ASCII characters; copy it "
-                "again from the dashboard's API section"
-            )
-        base = base_url if base_url is not None else env.get(ENV_BASE_URL, "")
-        if not base:
-            raise ConfigurationError(
-                f"no service address: pass base_url=... to Client or set the {ENV_BASE_URL} "
-                "environment variable"
-            )
-        resolved_base = _service_url(base, "base_url", ENV_BASE_URL)
-        app = app_url if app_url is not None else env.get(ENV_APP_URL, "")
-        resolved_app = _service_url(app, "app_url", ENV_APP_URL) if app else resolved_base
-        if isinstance(timeout, int | float) and not isinstance(timeout, bool):
-            timeout = DEFAULT_TIMEOUT.with_total(timeout)
-        if not isinstance(timeout, Timeout):
-            raise ConfigurationError(
-                f"timeout must be a Timeout or a number of seconds, not {timeout!r}"
-            )
-        if (
-            isinstance(max_in_flight, bool)
-            or not isinstance(max_in_flight, int)
-            or max_in_flight < 1
-        ):
-            raise ConfigurationError(f"max_in_flight must be an int >= 1, not {max_in_flight!r}")
-        if role_field not in ROLE_FIELDS:
-            raise ConfigurationError(
-                f"role_field must be 'asset_role' or 'asset_roles', not {role_field!r}"
-            )
-        if (
-            isinstance(min_poll_interval, bool)
-            or not isinstance(min_poll_interval, int | float)
-            or min_poll_interval <= 0
-        ):
-            raise ConfigurationError(
-                f"min_poll_interval must be a number of seconds > 0, not {min_poll_interval!r}"
-            )
-        if not isinstance(validate, bool):
-            raise ConfigurationError(f"validate must be True or False, not {validate!r}")
-        if (
-            isinstance(catalogue_ttl, bool)
-            or not isinstance(catalogue_ttl, int | float)
-            or not catalogue_ttl > 0
-        ):
-            raise ConfigurationError(
-                f"catalogue_ttl must be a number of seconds > 0, not {catalogue_ttl!r}"
-            )
-        if (
-            isinstance(max_upload_bytes, bool)
-            or not isinstance(max_upload_bytes, int)
-            or max_upload_bytes < 1
-        ):
-            raise ConfigurationError(
-                "max_upload_bytes must be a positive int (bytes per file; the service accepts "
-                f"{MAX_UPLOAD_BYTES} by default), not {max_upload_bytes!r}"
-            )
-        return cls(
-            api_key=ApiKey(key),
-            base_url=resolved_base,
-            app_url=resolved_app,
-            timeout=timeout,
-            retry=retry or RetryPolicy(),
-            max_in_flight=max_in_flight,
-            role_field=role_field,
-            min_poll_interval=float(min_poll_interval),
-            strict=strict,
-            validate=validate,
-            catalogue_ttl=float(catalogue_ttl),
-            max_upload_bytes=max_upload_bytes,
-        )
+__all__ = ["Client"]
 
 
 class Client:
@@ -312,6 +148,7 @@ class Client:
         )
         self.processes = Processes(core, catalogue=self.catalogue, validate=self.settings.validate)
         self.v1 = V1(core)
+        self._flows = Flows(self.processes, self.orders)
 
     def __repr__(self) -> str:
         if "_transport" not in vars(self):
@@ -398,83 +235,16 @@ class Client:
         ``failed``; it is not raised.  When one request creates several processes, the first is
         the one waited for.
         """
-        require_text(tool, "tool")
-        if not images:
-            raise ValidationError("run() needs at least one image")
-        if asset_map is None and tool.strip() == ToolSlug.ITEM_REMOVAL_MASK:
-            raise ValidationError(
-                f"{tool} needs a photo and a mask appended to its order: use "
-                "client.run_mask_removal(image, mask=...) instead"
-            )
-        if asset_map is None and len(images) != 1:
-            raise ValidationError(
-                f"{tool} was given {len(images)} images: pass asset_map to say which image fills "
-                f"which input slot, e.g. {{'{tool}-input-image': 0}}"
-            )
-        uploads = [to_upload(image) for image in images]
-        check_roles(uploads)
-        # Placeholder asset ids (the image indexes) let the request be checked before uploading.
-        placeholders = {str(index) for index in range(len(uploads))}
-        inputs: Mapping[str, str] | str
-        given_ids: set[str] = set()
-        if asset_map is None:
-            inputs = "0"
-        else:
-            if not isinstance(asset_map, Mapping) or not asset_map:
-                raise ValidationError(
-                    f"asset_map must map input slots to indexes into images, e.g. "
-                    f"{{'{tool}-input-image': 0}}, not {asset_map!r}"
-                )
-            slots: dict[str, str] = {}
-            for slot, target in asset_map.items():
-                if isinstance(target, bool) or not isinstance(target, int | str):
-                    raise ValidationError(
-                        f"asset_map[{slot!r}] must be an index into images or an asset id"
-                    )
-                if isinstance(target, int):
-                    if not 0 <= target < len(images):
-                        raise ValidationError(
-                            f"asset_map[{slot!r}] = {target} is not an index of the "
-                            f"{len(images)} images"
-                        )
-                    slots[slot] = str(target)
-                    continue
-                require_text(target, f"asset_map[{slot!r}]")
-                if target in placeholders:
-                    raise ValidationError(
-                        f"asset_map[{slot!r}] = {target!r} reads as an image index: give the "
-                        f"index as the int {int(target)}"
-                    )
-                given_ids.add(target)
-                slots[slot] = target
-            inputs = slots
-        check_widgets_arg(widgets)
-        # Existing asset ids are not in the new order, so the order check is left to the service.
-        stand_ins = tuple(
-            Asset(id=str(index), asset_role=upload.role) for index, upload in enumerate(uploads)
-        )
-        prepared = await self.processes.prepare(
+        return await self._flows.run(
             tool,
+            images,
+            asset_map=asset_map,
             widgets=widgets,
-            inputs=inputs,
-            order_assets=None if given_ids else stand_ins,
-            validate=validate,
-        )
-        order = await self.orders.create(*uploads, project_id=project_id)
-        if len(order.assets) < len(uploads):
-            raise APIDecodeError(
-                f"order {order.order_id} lists {len(order.assets)} assets for "
-                f"{len(uploads)} uploaded images"
-            )
-        ids = {str(index): order.assets[index].id for index in range(len(uploads))}
-        ids.update((asset_id, asset_id) for asset_id in given_ids)
-        return await self._create_and_wait(
-            order.order_id,
-            prepared.with_asset_ids(ids),
-            None,
+            project_id=project_id,
             timeout=timeout,
             registry=registry,
             webhook_grace=webhook_grace,
+            validate=validate,
         )
 
     async def run_mask_removal(
@@ -523,183 +293,17 @@ class Client:
 
         ``timeout`` bounds the wait.  A failed process is returned with status ``failed``.
         """
-        upload = to_upload(image)
-        check_roles([upload])
-        shapes = list(rectangles), [list(poly) for poly in polygons]
-        if mask is not None and (shapes[0] or shapes[1]):
-            raise ValidationError(
-                "give the mask either as mask=... or as rectangles=/polygons=, not both"
-            )
-        if mask is None and not (shapes[0] or shapes[1]):
-            raise ValidationError(
-                "no mask given: pass mask=<path, bytes or PIL image> (blue #7878CD removes, "
-                "black keeps) or rectangles=[(x0, y0, x1, y1)] / polygons=[[(x, y), ...]]"
-            )
-        photo = _readable_photo(upload.source)
-        if mask is None and photo is None:
-            raise ValidationError(
-                "rectangles=/polygons= need the photo's size, which cannot be read from a file "
-                "object or stream: pass the photo as a path or bytes, or draw the mask yourself "
-                "with mask_from_shapes((width, height), rectangles=...) and pass mask="
-            )
-        mask_upload = await asyncio.to_thread(
-            _ready_mask,
+        return await self._flows.run_mask_removal(
+            image,
             mask,
-            photo,
-            rectangles=shapes[0],
-            polygons=shapes[1],
+            rectangles=rectangles,
+            polygons=polygons,
+            project_id=project_id,
+            after_auto_removal=after_auto_removal,
             convert_white=convert_white,
             check=check,
-        )
-        tool = ToolSlug.ITEM_REMOVAL_MASK
-        prepared = await self.processes.prepare(
-            tool,
-            inputs={"image": "0", "mask": "1"},
-            order_assets=(
-                Asset(id="0", asset_role=upload.role),
-                Asset(id="1", asset_role=AssetRole.MASK, asset_type=AssetRole.MASK),
-            ),
             validate=validate,
-        )
-        group_id = await self._removal_group(after_auto_removal)
-        order = await self.orders.create(upload, project_id=project_id)
-        if not order.assets:
-            raise APIDecodeError(f"order {order.order_id} lists no asset for the uploaded photo")
-        appended = await self.orders.append_mask(order.order_id, mask_upload, project_id=project_id)
-        mask_id = await self._mask_id(order.order_id, order.assets[0].id, appended.assets)
-        return await self._create_and_wait(
-            order.order_id,
-            prepared.with_asset_ids({"0": order.assets[0].id, "1": mask_id}),
-            group_id,
             timeout=timeout,
             registry=registry,
             webhook_grace=webhook_grace,
         )
-
-    async def _removal_group(self, after: str | CreatedProcesses | Process | None) -> str | None:
-        """The ``process_group_id`` of a preceding automatic removal, or ``None``."""
-        if after is None:
-            return None
-        if isinstance(after, CreatedProcesses | Process):
-            if not after.process_group_id:
-                raise ValidationError(
-                    f"after_auto_removal={after!r} carries no process_group_id: pass the group "
-                    "id the service returned when the automatic removal was created"
-                )
-            return after.process_group_id
-        require_text(after, "after_auto_removal")
-        try:
-            process = await self.processes.get(after)
-        except NotFoundError:
-            return after  # not a process id: the group id itself, checked by the service
-        if process.tool not in (ToolSlug.ITEM_REMOVAL, ToolSlug.ITEM_REMOVAL_MASK):
-            raise ValidationError(
-                f"after_auto_removal={after!r} is a {process.tool} process; give the process "
-                f"or group id of a {ToolSlug.ITEM_REMOVAL} run"
-            )
-        if not process.process_group_id:
-            raise ValidationError(
-                f"process {after} carries no process_group_id: pass the group id the service "
-                "returned when it was created (CreatedProcesses.process_group_id)"
-            )
-        return process.process_group_id
-
-    async def _mask_id(self, order_id: str, photo_id: str, appended: Sequence[Asset]) -> str:
-        """The id of the mask just appended: from the append answer, else from the order."""
-        masks = [a for a in appended if a.asset_role == AssetRole.MASK and a.id != photo_id]
-        if not masks and len(appended) == 1 and appended[0].id != photo_id:
-            masks = list(appended)
-        if not masks:
-            entries = (await self.orders.get(order_id)).entry_assets
-            masks = [a for a in entries if a.asset_role == AssetRole.MASK]
-        if not masks:
-            raise APIDecodeError(f"the mask appended to order {order_id} is not in the order")
-        return masks[-1].id
-
-    async def _create_and_wait(
-        self,
-        order_id: str,
-        prepared: PreparedProcess,
-        process_group_id: str | None,
-        *,
-        timeout: float,
-        registry: ResultWaiter | None,
-        webhook_grace: float | None,
-    ) -> Process:
-        created = await self.processes._send(order_id, prepared, process_group_id, None)
-        if not created.process_ids:
-            raise APIDecodeError(
-                f"creating a {prepared.tool} process on order {order_id} returned no id"
-            )
-        return await self.processes.wait(
-            created.process_ids[0],
-            timeout=timeout,
-            registry=registry,
-            webhook_grace=webhook_grace,
-        )
-
-
-_MASK_EXTENSIONS: Final = {"image/jpeg": ".jpg", "image/png": ".png", "image/webp": ".webp"}
-
-
-def _readable_photo(source: UploadSource) -> ImageSource | None:
-    """The photo as Pillow can read it without consuming an upload: a path or bytes."""
-    if isinstance(source, str | os.PathLike):
-        return source
-    if isinstance(source, bytes | bytearray | memoryview):
-        return bytes(source)
-    return None
-
-
-def _is_pil_image(value: object) -> bool:
-    """True for a PIL image, without importing Pillow when it is not loaded already."""
-    module = sys.modules.get("PIL.Image")
-    return module is not None and isinstance(value, module.Image)
-
-
-def _ready_mask(
-    mask: ImageSource | None,
-    photo: ImageSource | None,
-    *,
-    rectangles: Sequence[Rectangle],
-    polygons: Sequence[Sequence[Point]],
-    convert_white: bool,
-    check: bool,
-) -> Upload:
-    """Draw, convert and check the mask (blocking Pillow work); the upload to append."""
-    data: ImageSource
-    if mask is None:
-        assert photo is not None  # checked by the caller
-        data = mask_from_shapes(photo, rectangles=rectangles, polygons=polygons)
-    elif convert_white:
-        data = convert_white_mask(mask)
-    else:
-        data = mask
-    if check:
-        check_mask(data, photo)
-    if _is_pil_image(data):
-        buffer = io.BytesIO()
-        data.save(buffer, format="PNG")  # type: ignore[union-attr]  # a PIL image here
-        data = buffer.getvalue()
-    elif isinstance(data, str | os.PathLike):
-        # A mask is small: read it here, so that a file the service would refuse is caught
-        # before the photo is uploaded.
-        try:
-            with open(data, "rb") as file:
-                data = file.read()
-        except OSError as exc:
-            raise ValidationError(
-                f"cannot read the mask file {os.fsdecode(data)!r}: {exc}"
-            ) from exc
-    if not isinstance(data, bytes | bytearray | memoryview):
-        raise ValidationError(
-            f"the mask must be a path, bytes or a PIL image, not {type(data).__name__}"
-        )
-    content = bytes(data)
-    kind = sniff_image_type(content[:12])
-    if kind is None:
-        raise ValidationError(
-            "the mask is not a PNG, JPEG or WEBP image; save it as PNG (blue #7878CD removes, "
-            "black keeps)"
-        )
-    return Upload(content, role=AssetRole.MASK, filename="mask" + _MASK_EXTENSIONS[kind])

@@ -5,7 +5,17 @@
     AsyncSDKError                      every error this package raises
     ├── ConfigurationError             the library was misused (missing key, closed client, option)
     ├── ValidationError                a request would be wrong; caught before anything was sent
-    │   └── UploadError                a file to upload breaks a rule (format, size, role)
+    │   ├── UploadError                a file to upload breaks a rule (format, size, role)
+    │   ├── MaskError                  a mask breaks the blue/black convention or misfits its photo
+    │   ├── V1MappingError             a V1 name or id has no known V3 counterpart
+    │   └── CatalogueError             a process request does not fit the tool catalogue
+    │       ├── UnknownToolError           the tool is not in the catalogue
+    │       ├── InactiveError              a tool, widget or item that is switched off
+    │       ├── UnknownWidgetError         a widget the tool does not have
+    │       ├── MissingWidgetError         a required widget left out
+    │       ├── UnknownItemError           an item its widget does not have
+    │       ├── SelectionError             items that cannot go together
+    │       └── InputError                 wrong input slots or assets
     ├── APIError                       the service (or what stands in front of it) answered badly
     │   ├── APIStatusError             a non-2xx answer; carries status, key, message, headers
     │   │   ├── BadRequestError            400
@@ -27,9 +37,11 @@ side said no or could not be reached".  No message, repr or attribute ever holds
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from multidict import CIMultiDict, CIMultiDictProxy
+
+from asyncsdk._models import MaskReport
 
 __all__ = [
     "APIConnectionError",
@@ -40,14 +52,24 @@ __all__ = [
     "AsyncSDKError",
     "AuthenticationError",
     "BadRequestError",
+    "CatalogueError",
     "ConfigurationError",
+    "InactiveError",
+    "InputError",
+    "MaskError",
+    "MissingWidgetError",
     "NotFoundError",
     "PermissionDeniedError",
     "ProcessFailedError",
     "RateLimitError",
+    "SelectionError",
     "ServerError",
+    "UnknownItemError",
+    "UnknownToolError",
+    "UnknownWidgetError",
     "UnprocessableEntityError",
     "UploadError",
+    "V1MappingError",
     "ValidationError",
     "WaitTimeoutError",
     "status_error_class",
@@ -72,6 +94,75 @@ class UploadError(ValidationError):
     def __init__(self, message: str, *, filename: str | None = None) -> None:
         super().__init__(message)
         self.filename = filename
+
+
+class MaskError(ValidationError):
+    """A mask breaks the blue/black convention or does not fit its photo.
+
+    ``report`` holds what was measured when the image could be read.
+    """
+
+    def __init__(self, message: str, *, report: MaskReport | None = None) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+class V1MappingError(ValidationError):
+    """A V1 name or id has no known V3 counterpart; the message says what to pass instead."""
+
+
+class CatalogueError(ValidationError):
+    """A process request does not fit the tool catalogue; nothing was sent.
+
+    ``tool``, ``widget`` and ``item`` name what is wrong where known; ``valid`` lists the accepted
+    values (short forms) and ``suggestion`` the closest one, when there is one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        tool: str = "",
+        widget: str = "",
+        item: str = "",
+        valid: Iterable[str] = (),
+        suggestion: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.widget = widget
+        self.item = item
+        self.valid = tuple(valid)
+        self.suggestion = suggestion
+
+
+class UnknownToolError(CatalogueError):
+    """The tool is not in the catalogue."""
+
+
+class InactiveError(CatalogueError):
+    """The tool, widget or item exists but is not active."""
+
+
+class UnknownWidgetError(CatalogueError):
+    """A widget named in the request does not belong to the tool."""
+
+
+class MissingWidgetError(CatalogueError):
+    """A required widget (``isOptional`` false) was not given."""
+
+
+class UnknownItemError(CatalogueError):
+    """An item named in the request does not belong to its widget."""
+
+
+class SelectionError(CatalogueError):
+    """Items that exist but cannot go together: several in a single-select widget, an item whose
+    ``accessibleIn`` condition is not met, or one widget given twice."""
+
+
+class InputError(CatalogueError):
+    """The input images are wrong: slot names, assets missing from the order, a photo as a mask."""
 
 
 class APIError(AsyncSDKError):
@@ -138,13 +229,28 @@ class UnprocessableEntityError(APIStatusError):
 
 
 class RateLimitError(APIStatusError):
-    """429: the account's rate limit was passed. ``retry_after`` is in seconds when given."""
+    """429: the account's rate limit was passed.
 
-    @property
-    def retry_after(self) -> float | None:
-        from asyncsdk._sansio import parse_retry_after
+    ``retry_after``: the seconds the ``Retry-After`` header asked to wait, measured when the
+    error was raised (``None`` when the answer had none).
+    """
 
-        return parse_retry_after(self.headers)
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 429,
+        key: str = "",
+        headers: Mapping[str, str] | None = None,
+        body: str = "",
+        method: str = "",
+        url: str = "",
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(
+            message, status=status, key=key, headers=headers, body=body, method=method, url=url
+        )
+        self.retry_after = retry_after
 
 
 class ServerError(APIStatusError):

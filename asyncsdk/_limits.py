@@ -13,31 +13,24 @@ import collections
 
 import attrs
 
-from asyncsdk._errors import ConfigurationError
+from asyncsdk._checks import int_field, number_field
 
 __all__ = ["GenerationLimit"]
-
-
-def _positive_int(_: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigurationError(
-            f"GenerationLimit.{attribute.name} must be an int >= 1, not {value!r}"
-        )
-
-
-def _positive(_: object, attribute: attrs.Attribute[float], value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ConfigurationError(
-            f"GenerationLimit.{attribute.name} must be a number of seconds > 0, not {value!r}"
-        )
 
 
 @attrs.define
 class GenerationLimit:
     """At most ``max_calls`` process creations in any ``period`` seconds (a sliding window)."""
 
-    max_calls: int = attrs.field(default=10, validator=_positive_int)
-    period: float = attrs.field(default=600.0, validator=_positive)
+    max_calls: int = attrs.field(
+        default=10, validator=int_field("GenerationLimit.{name} must be an int >= 1")
+    )
+    period: float = attrs.field(
+        default=600.0,
+        validator=number_field(
+            "GenerationLimit.{name} must be a number of seconds > 0", above=True
+        ),
+    )
     _starts: collections.deque[float] = attrs.field(
         factory=collections.deque, init=False, repr=False
     )

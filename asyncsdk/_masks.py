@@ -21,9 +21,9 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Final, TypeAlias
 
-import attrs
-
-from asyncsdk._errors import ConfigurationError, ValidationError
+from asyncsdk._checks import is_int, require_int
+from asyncsdk._errors import ConfigurationError, MaskError, ValidationError
+from asyncsdk._models import MaskReport
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -32,8 +32,6 @@ __all__ = [
     "KEEP_BLACK",
     "REMOVE_BLUE",
     "ImageSource",
-    "MaskError",
-    "MaskReport",
     "check_mask",
     "convert_white_mask",
     "mask_from_shapes",
@@ -49,42 +47,6 @@ ImageSource: TypeAlias = "str | os.PathLike[str] | bytes | Image.Image"
 
 Point: TypeAlias = tuple[float, float]
 Rectangle: TypeAlias = tuple[float, float, float, float]
-
-
-class MaskError(ValidationError):
-    """A mask breaks the blue/black convention or does not fit its photo.
-
-    ``report`` holds what was measured when the image could be read.
-    """
-
-    def __init__(self, message: str, *, report: MaskReport | None = None) -> None:
-        super().__init__(message)
-        self.report = report
-
-
-@attrs.frozen(kw_only=True)
-class MaskReport:
-    """What a mask marks: pixel counts of remove (blue), keep (black) and stray colours."""
-
-    width: int
-    height: int
-    remove_pixels: int
-    keep_pixels: int
-    stray_pixels: int
-
-    @property
-    def total_pixels(self) -> int:
-        return self.width * self.height
-
-    @property
-    def remove_fraction(self) -> float:
-        """Share of the image marked for removal, 0.0 to 1.0."""
-        return self.remove_pixels / self.total_pixels
-
-    @property
-    def stray_fraction(self) -> float:
-        """Share of pixels that are neither blue nor black (JPEG artefacts, anti-aliased edges)."""
-        return self.stray_pixels / self.total_pixels
 
 
 def _require_pillow() -> None:
@@ -197,8 +159,7 @@ def check_mask(
     anti-aliased edges.  When ``photo`` is given the sizes must be equal.  Raises
     :class:`MaskError` naming the fix; returns a :class:`MaskReport` otherwise.
     """
-    if not 0 <= tolerance < 60:
-        raise ValidationError(f"tolerance must be from 0 to 59 (per channel), not {tolerance!r}")
+    require_int(tolerance, "tolerance must be from 0 to 59 (per channel)", minimum=0, maximum=59)
     if not 0.0 <= max_stray < 1.0:
         raise ValidationError(f"max_stray must be a fraction from 0.0 to 1.0, not {max_stray!r}")
     image = _load(mask, "mask")
@@ -275,8 +236,7 @@ def convert_white_mask(mask: ImageSource, *, threshold: int = 128) -> bytes:
     Pixels whose brightness is at least ``threshold`` (and pixels already blue) become
     ``#7878CD``; all others become black.  Transparent pixels count as black.
     """
-    if not 0 < threshold <= 255:
-        raise ValidationError(f"threshold must be from 1 to 255, not {threshold!r}")
+    require_int(threshold, "threshold must be from 1 to 255", maximum=255)
     image = _load(mask, "mask")
     from PIL import Image, ImageChops  # after _load, which reports a missing Pillow
 
@@ -303,7 +263,7 @@ def mask_from_shapes(
     from PIL import Image, ImageDraw
 
     if isinstance(size, tuple):
-        if len(size) != 2 or not all(isinstance(v, int) and v > 0 for v in size):
+        if len(size) != 2 or not all(is_int(v) and v > 0 for v in size):
             raise ValidationError(f"size must be (width, height) in positive pixels, not {size!r}")
         width, height = size
     else:

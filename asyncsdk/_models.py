@@ -1,9 +1,9 @@
 """Typed, frozen models of every resource and response of the service.
 
 Models hold values only: no I/O, no (de)serialisation.  Decoding from the wire lives in
-``_convert.py``.  Server-controlled values (statuses, roles, slugs) are plain ``str``; the known
-values are constants on the small namespaces below, never closed enums, so a value the service adds
-tomorrow still parses.
+``_protocol/convert.py``.  Server-controlled values (statuses, roles, slugs) are plain ``str``; the
+known values are constants on the small namespaces below, never closed enums, so a value the
+service adds tomorrow still parses.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ __all__ = [
     "CreatedOrder",
     "CreatedProcesses",
     "Feedback",
+    "MaskReport",
     "Order",
     "OrderProcess",
     "OrderStatus",
@@ -290,3 +291,28 @@ class V1Submitted:
 
     order_id: str = ""
     status: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class MaskReport:
+    """What a mask marks: pixel counts of remove (blue), keep (black) and stray colours."""
+
+    width: int
+    height: int
+    remove_pixels: int
+    keep_pixels: int
+    stray_pixels: int
+
+    @property
+    def total_pixels(self) -> int:
+        return self.width * self.height
+
+    @property
+    def remove_fraction(self) -> float:
+        """Share of the image marked for removal, 0.0 to 1.0."""
+        return self.remove_pixels / self.total_pixels
+
+    @property
+    def stray_fraction(self) -> float:
+        """Share of pixels that are neither blue nor black (JPEG artefacts, anti-aliased edges)."""
+        return self.stray_pixels / self.total_pixels

@@ -3,8 +3,8 @@
 Every endpoint goes through :meth:`Transport.request`: the ``x-api-key`` header, the in-flight
 limit, timeouts, retries with backoff, the translation of aiohttp's exceptions into ours (in
 :func:`translate`, raised from one place), and the reading of the answer into a model or an error
-(``_sansio.read_response``).  The decisions themselves (what to retry, how long to wait, what an
-answer means) are the pure functions of ``_sansio.py``; this module only carries them out.
+(``_protocol/responses.py``).  The decisions themselves (what to retry, how long to wait, what an
+answer means) are the pure functions of ``_protocol/``; this module only carries them out.
 
 Session ownership: a session passed in by the caller is used as it is and never closed.  Otherwise
 the transport creates one lazily, inside the running event loop, with a connector limit equal to
@@ -25,20 +25,11 @@ import aiohttp
 from yarl import URL
 
 from asyncsdk._downloads import DOWNLOAD_CHUNK
-from asyncsdk._errors import (
-    APIConnectionError,
-    APITimeoutError,
-    ConfigurationError,
-    status_error_class,
-)
-from asyncsdk._sansio import (
-    RETRYABLE_STATUSES,
-    ApiKey,
-    Request,
-    RetryPolicy,
-    Timeout,
-    read_response,
-)
+from asyncsdk._errors import APIConnectionError, APITimeoutError, ConfigurationError
+from asyncsdk._protocol.requests import Request
+from asyncsdk._protocol.responses import read_response, status_error
+from asyncsdk._protocol.retry import RETRYABLE_STATUSES, RetryPolicy
+from asyncsdk._settings import ApiKey, Timeout
 
 __all__ = ["USER_AGENT", "Transport", "translate"]
 
@@ -124,7 +115,7 @@ def _slots_for(session: aiohttp.ClientSession | None, max_in_flight: int) -> int
 
 
 class Transport:
-    """Carries out :class:`~asyncsdk._sansio.Request` objects; see the module docstring."""
+    """Carries out :class:`~asyncsdk._protocol.Request` objects; see the module docstring."""
 
     def __init__(
         self,
@@ -282,14 +273,13 @@ class Transport:
                     ) as response,
                 ):
                     if response.status >= 300:
-                        body = await response.content.read(2048)
-                        raise status_error_class(response.status)(
-                            f"downloading a result failed with HTTP {response.status}",
-                            status=response.status,
-                            headers=response.headers,
-                            body=body.decode("utf-8", "replace"),
+                        raise status_error(
+                            response.status,
+                            response.headers,
+                            await response.content.read(2048),
                             method=method,
                             url=shown,
+                            message=f"downloading a result failed with HTTP {response.status}",
                         )
                     return await write(response.content.iter_chunked(DOWNLOAD_CHUNK))
             except _NETWORK_ERRORS as exc:

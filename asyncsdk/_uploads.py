@@ -1,4 +1,4 @@
-"""Files to upload: where they come from, the rules they keep, and the multipart body.
+"""Files to upload: where they come from and the rules they keep.
 
 A source is a path (``str`` or ``os.PathLike``), ``bytes``, a binary file object, or an async
 iterator of ``bytes``.  Every source is streamed in chunks of ``CHUNK_SIZE``; only ``bytes`` (which
@@ -9,23 +9,19 @@ iterator or an unseekable file cannot be measured beforehand: its bytes are coun
 stream and the upload is aborted with ``UploadError`` the moment the limit is passed.
 
 Paths, bytes and seekable file objects can be sent again, so a request carrying only those may be
-retried; a request with an async iterator or an unseekable file is never retried.
+retried; a request with an async iterator or an unseekable file is never retried.  The multipart
+body that carries them is built in ``_multipart.py``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import io
 import os
 import stat
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterable, Sequence
 from typing import Any, BinaryIO, Final, TypeAlias
 
-import aiohttp
-import aiohttp.payload
 import attrs
-from aiohttp.abc import AbstractStreamWriter
 
 from asyncsdk._errors import UploadError, ValidationError
 from asyncsdk._models import AssetRole
@@ -33,16 +29,23 @@ from asyncsdk._models import AssetRole
 __all__ = [
     "ACCEPTED_EXTENSIONS",
     "CHUNK_SIZE",
+    "EXTENSION_OF",
     "MAX_UPLOAD_BYTES",
-    "MultipartForm",
-    "PreparedFile",
+    "SNIFF_BYTES",
     "Upload",
     "UploadSource",
     "check_image",
     "check_roles",
-    "prepare_file",
+    "check_source",
+    "inspect_file",
+    "inspect_path",
+    "open_path",
+    "read_chunk",
+    "read_head",
     "sniff_image_type",
+    "source_kind",
     "to_upload",
+    "too_large",
 ]
 
 #: Bytes read from a file in one trip to a worker thread, and sent in one write.  The thread
@@ -59,8 +62,8 @@ ACCEPTED_EXTENSIONS: Final = {
     ".png": "image/png",
     ".webp": "image/webp",
 }
-_EXTENSION_OF: Final = {"image/jpeg": ".jpg", "image/png": ".png", "image/webp": ".webp"}
-_SNIFF_BYTES: Final = 12
+EXTENSION_OF: Final = {"image/jpeg": ".jpg", "image/png": ".png", "image/webp": ".webp"}
+SNIFF_BYTES: Final = 12
 _MB: Final = 1024 * 1024
 
 UploadSource: TypeAlias = (
@@ -87,7 +90,7 @@ def sniff_image_type(head: bytes) -> str | None:
     return None
 
 
-def _kind(source: object) -> str | None:
+def source_kind(source: object) -> str | None:
     if isinstance(source, str | os.PathLike):
         return "path"
     if isinstance(source, bytes | bytearray | memoryview):
@@ -103,8 +106,8 @@ def _kind(source: object) -> str | None:
     return None
 
 
-def _check_source(_: object, __: object, value: Any) -> None:
-    kind = _kind(value)
+def check_source(_: object, __: object, value: Any) -> None:
+    kind = source_kind(value)
     if kind == "text":
         raise UploadError(
             "an upload source file object must be opened in binary mode: open(path, 'rb')"
@@ -134,7 +137,7 @@ class Upload:
     ``image-<n>.<ext>``); ``content_type`` overrides the type sniffed from the file's first bytes.
     """
 
-    source: UploadSource = attrs.field(repr=_source_repr, validator=_check_source)
+    source: UploadSource = attrs.field(repr=_source_repr, validator=check_source)
     role: str = AssetRole.PRIMARY_ANGLE
     filename: str | None = None
     content_type: str | None = None
@@ -184,13 +187,13 @@ def check_image(
     if sniffed is None:
         raise UploadError(
             f"{display} is not a JPG, PNG or WEBP image (its first bytes "
-            f"{head[:_SNIFF_BYTES].hex(' ')} match none of them); convert it before uploading",
+            f"{head[:SNIFF_BYTES].hex(' ')} match none of them); convert it before uploading",
             filename=display,
         )
     return sniffed
 
 
-def _too_large(display: str, max_bytes: int) -> UploadError:
+def too_large(display: str, max_bytes: int) -> UploadError:
     return UploadError(
         f"{display} is larger than {max_bytes / _MB:g} MB ({max_bytes} bytes), the service's "
         "limit per file; the upload was aborted: downscale or recompress it",
@@ -198,13 +201,13 @@ def _too_large(display: str, max_bytes: int) -> UploadError:
     )
 
 
-def _inspect_path(path: str, display: str) -> tuple[int, bytes]:
+def inspect_path(path: str, display: str) -> tuple[int, bytes]:
     try:
         info = os.stat(path)
         if not stat.S_ISREG(info.st_mode):
             raise UploadError(f"{display} is not a regular file", filename=display)
         with open(path, "rb") as file:
-            head = file.read(_SNIFF_BYTES)
+            head = file.read(SNIFF_BYTES)
     except FileNotFoundError as exc:
         raise UploadError(f"{display}: no such file", filename=display) from exc
     except OSError as exc:
@@ -214,7 +217,7 @@ def _inspect_path(path: str, display: str) -> tuple[int, bytes]:
     return info.st_size, head
 
 
-def _open_path(path: str, display: str) -> tuple[BinaryIO, int]:
+def open_path(path: str, display: str) -> tuple[BinaryIO, int]:
     try:
         file = open(path, "rb")  # noqa: SIM115 - closed by the form's exit stack after the request
     except OSError as exc:
@@ -231,7 +234,7 @@ def _open_path(path: str, display: str) -> tuple[BinaryIO, int]:
     return file, size
 
 
-def _inspect_file(file: BinaryIO) -> tuple[bool, int, int, bytes]:
+def inspect_file(file: BinaryIO) -> tuple[bool, int, int, bytes]:
     """(seekable, start, size, head) of a file object, leaving its position where it was."""
     try:
         seekable = bool(file.seekable())
@@ -242,371 +245,23 @@ def _inspect_file(file: BinaryIO) -> tuple[bool, int, int, bytes]:
     start = file.tell()
     end = file.seek(0, io.SEEK_END)
     file.seek(start)
-    head = file.read(_SNIFF_BYTES)
+    head = file.read(SNIFF_BYTES)
     file.seek(start)
     return True, start, end - start, bytes(head)
 
 
-def _read_head(file: BinaryIO) -> bytes:
+def read_head(file: BinaryIO) -> bytes:
     head = b""
-    while len(head) < _SNIFF_BYTES:
-        chunk = _read_chunk(file, _SNIFF_BYTES - len(head))
+    while len(head) < SNIFF_BYTES:
+        chunk = read_chunk(file, SNIFF_BYTES - len(head))
         if not chunk:
             break
         head += chunk
     return head
 
 
-class _ChunkReader:
-    """Reads a file in chunks of at most ``CHUNK_SIZE``, each in one worker-thread trip, into
-    one reused buffer; :meth:`read` answers a ``bytes`` copy of what was read."""
-
-    def __init__(self, file: BinaryIO, display: str, *, size: int = CHUNK_SIZE) -> None:
-        self._file = file
-        self._display = display
-        self._buffer = memoryview(bytearray(max(1, min(CHUNK_SIZE, size))))
-
-    async def read(self, size: int = CHUNK_SIZE, *, start: int | None = None) -> bytes:
-        """Up to ``size`` bytes (seeking to ``start`` first, in the same trip, when given);
-        fewer than asked means the end of the file."""
-        window = self._buffer[: min(size, len(self._buffer))]
-        try:
-            count = await asyncio.to_thread(_fill, window, self._file, start)
-        except (OSError, ValueError, TypeError) as exc:
-            raise UploadError(
-                f"cannot read {self._display}: {exc}", filename=self._display
-            ) from exc
-        return bytes(window[:count])
-
-    def close(self) -> None:
-        self._buffer.release()
-
-
-def _fill(buffer: memoryview, file: BinaryIO, start: int | None) -> int:
-    """Fill ``buffer`` from ``file`` (``readinto`` where the file has it); the count read."""
-    if start is not None:
-        file.seek(start)
-    readinto = getattr(file, "readinto", None)
-    filled = 0
-    while filled < len(buffer):
-        if readinto is not None:
-            count = readinto(buffer[filled:])
-            if not isinstance(count, int):
-                raise TypeError(f"readinto() returned {type(count).__name__}, not int")
-        else:
-            chunk = _read_chunk(file, len(buffer) - filled)
-            count = len(chunk)
-            buffer[filled : filled + count] = chunk
-        if not count:
-            break
-        filled += count
-    return filled
-
-
-def _read_chunk(file: BinaryIO, size: int) -> bytes:
+def read_chunk(file: BinaryIO, size: int) -> bytes:
     chunk = file.read(size)
     if not isinstance(chunk, bytes | bytearray | memoryview):
         raise TypeError(f"read() returned {type(chunk).__name__}, not bytes")
     return bytes(chunk)
-
-
-class _FilePayload(aiohttp.payload.Payload):
-    """A file of known size, read in chunks off the event loop; never closes the file itself."""
-
-    _autoclose = True  # the file is closed by whoever opened it, not by aiohttp
-
-    def __init__(self, file: BinaryIO, *, start: int, size: int, owner: PreparedFile) -> None:
-        super().__init__(file, content_type=owner.content_type, filename=owner.filename)
-        self._file = file
-        self._start = start
-        self._size = size
-        self._owner = owner
-
-    def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
-        raise TypeError("a file payload is streamed and cannot be decoded as text")
-
-    async def write(self, writer: AbstractStreamWriter) -> None:
-        await self.write_with_length(writer, None)
-
-    async def write_with_length(
-        self, writer: AbstractStreamWriter, content_length: int | None
-    ) -> None:
-        size = self._size or 0
-        remaining = size if content_length is None else min(size, content_length)
-        display = self._owner.display
-        reader = _ChunkReader(self._file, display, size=remaining)
-        try:
-            start: int | None = self._start  # the first read seeks there in the same thread trip
-            while remaining > 0:
-                chunk = await reader.read(remaining, start=start)
-                start = None
-                if not chunk:
-                    raise UploadError(
-                        f"{display} became shorter while it was being sent; "
-                        "do not change a file during its upload",
-                        filename=display,
-                    )
-                await writer.write(chunk)
-                remaining -= len(chunk)
-                del chunk
-        except UploadError as exc:
-            self._owner.failure = exc
-            raise
-        finally:
-            reader.close()
-
-
-@attrs.define
-class PreparedFile:
-    """An upload that passed the checks, ready to be put into a multipart body (once or more)."""
-
-    display: str
-    filename: str
-    content_type: str
-    kind: str
-    source: Any
-    size: int | None = None
-    start: int = 0
-    head: bytes = b""
-    max_bytes: int = MAX_UPLOAD_BYTES
-    failure: UploadError | None = None
-    streamed: bool = False
-
-    @property
-    def replayable(self) -> bool:
-        return self.kind in ("path", "bytes", "file")
-
-    async def payload(self, stack: contextlib.AsyncExitStack) -> aiohttp.payload.Payload:
-        """A fresh payload for one attempt; resources it opens are closed by ``stack``."""
-        if self.kind == "bytes":
-            # Written in chunks: a large bytes body sent in one write would stall the loop.
-            return aiohttp.payload.BytesIOPayload(
-                io.BytesIO(self.source), content_type=self.content_type, filename=self.filename
-            )
-        if self.kind == "path":
-            file, size = await asyncio.to_thread(_open_path, self.source, self.display)
-            stack.callback(file.close)
-            if size > self.max_bytes:
-                raise _too_large(self.display, self.max_bytes)
-            return _FilePayload(file, start=0, size=size, owner=self)
-        if self.kind == "file":
-            return _FilePayload(self.source, start=self.start, size=self.size or 0, owner=self)
-        if self.streamed:
-            raise UploadError(
-                f"{self.display} was streamed once already; an async iterator or unseekable "
-                "file can be sent only once",
-                filename=self.display,
-            )
-        self.streamed = True
-        chunks = self._counted()
-        stack.push_async_callback(self.discard)
-        stack.push_async_callback(chunks.aclose)
-        return aiohttp.payload.AsyncIterablePayload(
-            chunks, content_type=self.content_type, filename=self.filename
-        )
-
-    async def discard(self) -> None:
-        """Close a caller's async iterator that will not be read (further)."""
-        if self.kind == "stream":
-            close = getattr(self.source, "aclose", None)
-            if close is not None:
-                await close()
-
-    async def _counted(self) -> AsyncGenerator[bytes, None]:
-        """The stream, counted: past ``max_bytes`` it stops with ``UploadError``.
-
-        Any failure is also kept in ``failure``, because aiohttp reports a body that could not
-        be written as a connection error; the transport raises the kept error instead.
-        """
-        sent = 0
-        chunks = self._chunks()
-        try:
-            async for chunk in chunks:
-                sent += len(chunk)
-                if sent > self.max_bytes:
-                    raise _too_large(self.display, self.max_bytes)
-                yield chunk
-        except UploadError as exc:
-            self.failure = exc
-            raise
-        finally:
-            await chunks.aclose()
-
-    async def _chunks(self) -> AsyncGenerator[bytes, None]:
-        if self.head:
-            yield self.head
-        if self.kind == "unseekable":
-            reader = _ChunkReader(self.source, self.display)
-            try:
-                while chunk := await reader.read():
-                    yield chunk
-            finally:
-                reader.close()
-            return
-        iterator: AsyncIterator[Any] = self.source
-        try:
-            while True:
-                try:
-                    chunk = await anext(iterator)
-                except StopAsyncIteration:
-                    return
-                except Exception as exc:
-                    raise UploadError(
-                        f"{self.display}: the async iterator failed while streaming: {exc!r}",
-                        filename=self.display,
-                    ) from exc
-                if chunk:
-                    yield _as_bytes(chunk, self.display)
-        finally:
-            close = getattr(iterator, "aclose", None)
-            if close is not None:
-                await close()
-
-
-def _as_bytes(chunk: object, display: str) -> bytes:
-    if isinstance(chunk, bytes):
-        return chunk
-    if isinstance(chunk, bytearray | memoryview):
-        return bytes(chunk)
-    raise UploadError(
-        f"{display}: the async iterator yielded {type(chunk).__name__}; it must yield bytes",
-        filename=display,
-    )
-
-
-async def _prime(iterator: AsyncIterator[Any], display: str) -> bytes:
-    """Pull the first chunks of a stream until the magic bytes can be read."""
-    head = b""
-    while len(head) < _SNIFF_BYTES:
-        try:
-            chunk = await anext(iterator)
-        except StopAsyncIteration:
-            break
-        head += _as_bytes(chunk, display)
-    return head
-
-
-def _display(upload: Upload, kind: str, index: int) -> str:
-    if kind == "path":
-        return os.fsdecode(upload.source)  # type: ignore[arg-type]
-    if upload.filename:
-        return upload.filename
-    name = getattr(upload.source, "name", None)
-    if kind == "file" and isinstance(name, str) and name:
-        return name
-    what = {"bytes": "bytes", "file": "file object", "stream": "async iterator"}[kind]
-    return f"image #{index + 1} ({what})"
-
-
-async def prepare_file(
-    upload: Upload, *, index: int = 0, max_bytes: int = MAX_UPLOAD_BYTES
-) -> PreparedFile:
-    """Check one upload against the rules before anything is sent.
-
-    ``index`` numbers unnamed uploads in messages and default file names.
-    """
-    source: Any = upload.source
-    kind = _kind(source)
-    if kind is None or kind == "text":
-        _check_source(None, None, source)
-    assert kind is not None
-    display = _display(upload, kind, index)
-    name = upload.filename
-    size: int | None
-    start = 0
-    if kind == "path":
-        source = os.fsdecode(source)
-        size, head = await asyncio.to_thread(_inspect_path, source, display)
-        name = name or os.path.basename(source)
-    elif kind == "bytes":
-        size = len(source)
-        head = bytes(source[:_SNIFF_BYTES])
-    elif kind == "file":
-        try:
-            seekable, start, size, head = await asyncio.to_thread(_inspect_file, source)
-        except (OSError, ValueError) as exc:
-            raise UploadError(f"cannot read {display}: {exc}", filename=display) from exc
-        file_name = getattr(source, "name", None)
-        if name is None and isinstance(file_name, str) and file_name:
-            name = os.path.basename(file_name)
-        if not seekable:
-            kind = "unseekable"
-            size = None
-            head = await asyncio.to_thread(_read_head, source)
-    else:
-        source = aiter(source)
-        size = None
-        head = await _prime(source, display)
-        if len(head) > max_bytes:
-            raise _too_large(display, max_bytes)
-    content_type = check_image(
-        display=display, filename=name, head=head, size=size, max_bytes=max_bytes
-    )
-    if not name:
-        name = f"image-{index + 1}{_EXTENSION_OF[content_type]}"
-    name = "".join(" " if char in "\r\n\0" else char for char in name)
-    return PreparedFile(
-        display=display,
-        filename=name,
-        content_type=upload.content_type or content_type,
-        kind=kind,
-        source=source,
-        size=size,
-        start=start,
-        head=head if kind in ("stream", "unseekable") else b"",
-        max_bytes=max_bytes,
-    )
-
-
-@attrs.define
-class MultipartForm:
-    """A ``multipart/form-data`` body: text fields first, then the files, in order."""
-
-    fields: list[tuple[str, str]]
-    files: list[tuple[str, PreparedFile]]
-
-    @property
-    def replayable(self) -> bool:
-        """True when every file can be read again, so the request may be retried."""
-        return all(file.replayable for _, file in self.files)
-
-    @property
-    def failure(self) -> UploadError | None:
-        """The rule a file broke while streaming (too large, shrank), if any."""
-        return next((file.failure for _, file in self.files if file.failure), None)
-
-    @contextlib.asynccontextmanager
-    async def open(self) -> AsyncIterator[aiohttp.MultipartWriter]:
-        """A fresh multipart writer for one attempt; files it opened are closed on exit."""
-        async with contextlib.AsyncExitStack() as stack:
-            writer = aiohttp.MultipartWriter("form-data")
-            for name, value in self.fields:
-                part = writer.append(value)
-                part.set_content_disposition("form-data", name=name)
-            for name, file in self.files:
-                payload = await file.payload(stack)
-                part = writer.append_payload(payload)
-                # Raw UTF-8 file names, as browsers send them (percent-encoding would reach the
-                # service as part of the name).
-                part.set_content_disposition(
-                    "form-data", quote_fields=False, name=name, filename=file.filename
-                )
-            yield writer
-
-
-async def build_form(
-    fields: Iterable[tuple[str, str]],
-    files: Iterable[tuple[str, Upload]],
-    *,
-    max_bytes: int = MAX_UPLOAD_BYTES,
-) -> MultipartForm:
-    """Check every file, then describe the body; nothing is read beyond the magic bytes yet."""
-    prepared: list[tuple[str, PreparedFile]] = []
-    try:
-        for index, (name, upload) in enumerate(files):
-            prepared.append((name, await prepare_file(upload, index=index, max_bytes=max_bytes)))
-    except BaseException:
-        for _, file in prepared:
-            await file.discard()
-        raise
-    return MultipartForm(fields=list(fields), files=prepared)

@@ -101,8 +101,8 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 import attrs
 
-from asyncsdk._convert import make_converter
 from asyncsdk._models import ProcessCompleted, ResultAsset
+from asyncsdk._protocol.convert import make_converter
 
 __all__ = [
     "DEFAULT_CLAIM_TIMEOUT",

@@ -15,6 +15,7 @@ from pathlib import Path
 import aiohttp
 import attrs
 
+from asyncsdk import ResultWaiter
 from asyncsdk._catalogue import Catalogue, CatalogueCache, WidgetsArg, prepare_process
 from asyncsdk._cli._common import download, result_name
 from asyncsdk._client import Client
@@ -22,7 +23,6 @@ from asyncsdk._errors import APIDecodeError, ValidationError
 from asyncsdk._masks import mask_from_shapes
 from asyncsdk._models import Asset, AssetRole, Process
 from asyncsdk._uploads import Upload
-from asyncsdk._waiter import ResultWaiter
 
 __all__ = ["JobResult", "JobSpec", "Runner", "Steps"]
 

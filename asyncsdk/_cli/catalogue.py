@@ -12,7 +12,7 @@ from typing import Any, Final
 from asyncsdk._catalogue import Catalogue
 from asyncsdk._cli._common import format_table, service_settings
 from asyncsdk._client import Client
-from asyncsdk._convert import make_converter
+from asyncsdk._protocol.convert import make_converter
 from asyncsdk.sandbox import Sandbox, SandboxConfig
 
 __all__ = ["add_parsers"]

@@ -23,6 +23,7 @@ from pathlib import Path
 import aiohttp
 import attrs
 
+from asyncsdk import ResultWaiter
 from asyncsdk._cli._common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -52,7 +53,6 @@ from asyncsdk._limits import GenerationLimit
 from asyncsdk._models import Process, ToolSlug
 from asyncsdk._progress import Progress
 from asyncsdk._uploads import ACCEPTED_EXTENSIONS
-from asyncsdk._waiter import ResultWaiter
 from asyncsdk.sandbox import SandboxConfig
 
 __all__ = ["add_parser", "collect_photos", "run"]

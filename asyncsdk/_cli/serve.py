@@ -22,8 +22,8 @@ from aiohttp import web
 
 from asyncsdk._cli._common import UsageError
 from asyncsdk._cli._local import serve_app
-from asyncsdk._convert import make_converter
 from asyncsdk._models import ProcessCompleted
+from asyncsdk._protocol.convert import make_converter
 from asyncsdk.sandbox import Sandbox
 from asyncsdk.sandbox.__main__ import build_parser as sandbox_options
 from asyncsdk.sandbox.__main__ import config_from_args

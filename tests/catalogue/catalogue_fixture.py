@@ -10,9 +10,17 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
-from asyncsdk._catalogue import CatalogueCache
-from asyncsdk._errors import APIConnectionError, NotFoundError
-from asyncsdk._models import Asset, AssetRole, Tool, ToolSlug, Widget, WidgetItem
+from asyncsdk import (
+    APIConnectionError,
+    Asset,
+    AssetRole,
+    CatalogueCache,
+    NotFoundError,
+    Tool,
+    ToolSlug,
+    Widget,
+    WidgetItem,
+)
 
 TOOLS: tuple[Tool, ...] = tuple(
     Tool(id=str(n), name=name, slug=slug)

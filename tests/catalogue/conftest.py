@@ -7,8 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 import pytest
 from catalogue_fixture import ORDER_ASSETS, TOOLS, WIDGETS, CatalogueSource, Clock
 
-from asyncsdk._catalogue import Catalogue
-from asyncsdk._models import Asset, Tool, Widget
+from asyncsdk import Asset, Catalogue, Tool, Widget
 
 
 @pytest.fixture

@@ -7,18 +7,9 @@ import asyncio
 import pytest
 from catalogue_fixture import CatalogueSource, Clock
 
-from asyncsdk._catalogue import (
-    CatalogueCache,
-    WidgetSelection,
-    prepare_process,
-    prepare_process_with,
-    request_key,
-)
-from asyncsdk._errors import APIConnectionError, ConfigurationError, NotFoundError
-from asyncsdk._models import ToolSlug
+from asyncsdk import APIConnectionError, CatalogueCache, ConfigurationError, NotFoundError, ToolSlug
 
 VS = ToolSlug.VIRTUAL_STAGING
-PICKS = {"space": "bedroom", "style": "modern"}
 
 
 async def test_fetched_on_first_use_then_served_from_the_cache(
@@ -28,7 +19,8 @@ async def test_fetched_on_first_use_then_served_from_the_cache(
     assert cache.peek() is None
     assert source.tool_calls == 0
     for _ in range(3):
-        await prepare_process(cache, tool=VS, asset_map=None, inputs="p", widgets=PICKS)
+        catalogue = await cache.catalogue(VS)
+        assert catalogue.widget(VS, "space").slug == "widget-space-tool-virtual-staging"
     assert source.tool_calls == 1
     assert source.widget_calls == [VS]
     snapshot = cache.peek()
@@ -51,28 +43,22 @@ async def test_refreshed_after_the_ttl(source: CatalogueSource, clock: Clock) ->
     assert source.widget_calls == [VS, VS]
 
 
-async def test_a_thousand_concurrent_requests_cause_one_fetch_each(
+async def test_a_thousand_concurrent_callers_cause_one_fetch_each(
     source: CatalogueSource,
 ) -> None:
     source.gate = asyncio.Event()
     cache = source.cache()
-    runs = [
-        asyncio.create_task(
-            prepare_process(cache, tool=VS, asset_map=None, inputs=f"p-{n}", widgets=PICKS)
-        )
-        for n in range(1000)
-    ]
+    runs = [asyncio.create_task(cache.catalogue(VS)) for _ in range(1000)]
     for _ in range(5):
         await asyncio.sleep(0)
     assert source.tool_calls == 1
     assert not any(run.done() for run in runs)
     source.gate.set()
-    prepared = await asyncio.gather(*runs)
+    snapshots = await asyncio.gather(*runs)
     assert source.tool_calls == 1
     assert source.widget_calls == [VS]
-    assert {p.asset_map["tool-virtual-staging-input-image"] for p in prepared} == {
-        f"p-{n}" for n in range(1000)
-    }
+    assert all(snapshot.widgets_of(VS) == snapshots[0].widgets_of(VS) for snapshot in snapshots)
+    assert len(snapshots[0].widgets_of(VS)) > 0
 
 
 async def test_one_flight_per_key(source: CatalogueSource) -> None:
@@ -163,70 +149,3 @@ async def test_unknown_tool_widgets_raise_not_found(source: CatalogueSource) -> 
 def test_ttl_must_be_positive(source: CatalogueSource) -> None:
     with pytest.raises(ConfigurationError, match="ttl must be a positive number"):
         CatalogueCache(source.fetch_tools, source.fetch_widgets, ttl=0)
-
-
-# --- kept plans -----------------------------------------------------------------------------------
-
-
-async def test_serves_tells_whether_a_plan_still_holds(
-    source: CatalogueSource, clock: Clock
-) -> None:
-    cache = source.cache(clock=clock, ttl=60.0)
-    args = {"tool": VS, "asset_map": None, "inputs": "p", "widgets": PICKS, "order_assets": None}
-    _, checked = await prepare_process_with(cache, validate=True, **args)
-    _, unchecked = await prepare_process_with(cache, validate=False, **args)
-
-    assert cache.serves(checked, VS)
-    assert cache.serves(unchecked, None)
-    assert not cache.serves(checked, ToolSlug.DAY_TO_DUSK)  # another tool's widgets
-    assert not cache.serves(None, VS)
-    clock.now += 61.0
-    assert not cache.serves(checked, VS)  # past the TTL
-    source.tools = tuple(list(source.tools))  # the next fetch answers new objects, as HTTP does
-    source.widgets[VS] = tuple(list(source.widgets[VS]))
-    _, again = await prepare_process_with(cache, validate=True, **args)
-    assert again is not checked
-    assert cache.serves(again, VS)
-    assert not cache.serves(unchecked, None)  # the cache now holds other values
-    cache.invalidate()
-    assert not cache.serves(again, VS)
-
-
-@pytest.mark.parametrize(
-    ("first", "second"),
-    [
-        (({"s": "a"}, None, None), ({"s": "b"}, None, None)),
-        (({"s": "a"}, None, None), (None, {"s": "a"}, None)),
-        ((None, "a", None), ("a", None, None)),
-        ((None, "a", {"space": "x"}), (None, "a", {"space": ["x"]})),
-        ((None, "a", {"space": "x"}), (None, "a", [{"slug": "space", "item_slugs": ["x"]}])),
-        ((None, "a", {"space": "x", "style": "y"}), (None, "a", {"style": "y", "space": "x"})),
-        ((None, "a", None), (None, "a", [])),
-    ],
-)
-def test_request_keys_differ_when_arguments_differ(first: tuple, second: tuple) -> None:  # type: ignore[type-arg]
-    one, other = request_key(VS, *first), request_key(VS, *second)
-    assert one is not None
-    assert other is not None
-    assert one != other
-    assert request_key(VS, *first) == one  # and are equal for equal arguments
-    assert request_key(ToolSlug.DAY_TO_DUSK, *first) != one
-
-
-@pytest.mark.parametrize(
-    "args",
-    [
-        (None, "a", {"space": 1}),
-        (None, "a", {"space": {"x"}}),
-        (None, "a", [{"slug": "w", "item_slugs": ["i"], "extra": 1}]),
-        (None, "a", [{"slug": "w"}]),
-        (None, "a", "space"),
-        ({"s": 1}, None, None),
-        ({1: "a"}, None, None),
-        (None, 7, None),
-        (None, "a", [WidgetSelection("w", ("i",))]),
-    ],
-)
-def test_other_shapes_have_no_request_key(args: tuple) -> None:  # type: ignore[type-arg]
-    assert request_key(VS, *args) is None
-    assert request_key(None, None, "a", None) is None

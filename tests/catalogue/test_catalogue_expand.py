@@ -7,16 +7,13 @@ from collections.abc import Callable
 import pytest
 from catalogue_fixture import INDOOR, OPTIONS, OUTDOOR, TOOLS, CatalogueSource
 
-from asyncsdk._catalogue import (
-    Catalogue,
-    InputError,
-    PreparedProcess,
-    WidgetSelection,
-    input_slots,
-    plan_process,
-    prepare_process,
-)
-from asyncsdk._models import Asset, Tool, ToolSlug
+from asyncsdk import Asset, Catalogue, InputError, PreparedProcess, Tool, ToolSlug, WidgetSelection
+
+# plan_process (a request planned against a catalogue snapshot, no I/O) and prepare_process
+# (the same through a cache) have no public name: a client reaches them only through
+# processes.prepare, and these tests drive them with in-memory catalogues.
+# input_slots is the naming convention of input slots, shown to users only inside messages.
+from asyncsdk._catalogue import input_slots, plan_process, prepare_process
 
 VS = ToolSlug.VIRTUAL_STAGING
 SPACE_VS = "widget-space-tool-virtual-staging"

@@ -16,21 +16,29 @@ import pytest
 import pytest_asyncio
 from PIL import Image
 
-from asyncsdk._catalogue import (
+from asyncsdk import (
+    Asset,
     CatalogueCache,
     CatalogueError,
+    CreatedOrder,
     InputError,
     MissingWidgetError,
     PreparedProcess,
     SelectionError,
+    Tool,
+    ToolSlug,
     UnknownItemError,
     UnknownToolError,
+    Widget,
     WidgetsArg,
-    prepare_process,
+    check_mask,
+    mask_from_shapes,
 )
-from asyncsdk._convert import make_converter, unwrap_envelope
-from asyncsdk._masks import check_mask, mask_from_shapes
-from asyncsdk._models import Asset, CreatedOrder, Tool, ToolSlug, Widget
+
+# prepare_process has no public name (a client reaches it through processes.prepare); the
+# converter is the client's private one, used strictly here to prove the sandbox's answers fit.
+from asyncsdk._catalogue import prepare_process
+from asyncsdk._protocol.convert import make_converter, unwrap_envelope
 from asyncsdk.sandbox import Sandbox
 
 CONVERTER = make_converter(strict=True)

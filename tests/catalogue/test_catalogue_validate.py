@@ -8,21 +8,25 @@ import attrs
 import pytest
 from catalogue_fixture import ENH, OPTIONS, OUTDOOR, TOOLS, WIDGETS, CatalogueSource
 
-from asyncsdk._catalogue import (
+from asyncsdk import (
+    Asset,
     Catalogue,
     CatalogueError,
     InactiveError,
     InputError,
     MissingWidgetError,
     SelectionError,
+    ToolSlug,
     UnknownItemError,
     UnknownToolError,
     UnknownWidgetError,
-    plan_process,
-    prepare_process,
+    ValidationError,
 )
-from asyncsdk._errors import ValidationError
-from asyncsdk._models import Asset, ToolSlug
+
+# plan_process (a request planned against a catalogue snapshot, no I/O) and prepare_process
+# (the same through a cache) have no public name: a client reaches them only through
+# processes.prepare, and these tests drive them with in-memory catalogues.
+from asyncsdk._catalogue import plan_process, prepare_process
 
 VS = ToolSlug.VIRTUAL_STAGING
 
@@ -395,18 +399,41 @@ def test_bad_widget_forms_are_refused(catalogue: Catalogue) -> None:
         plan_process(catalogue, tool=VS, inputs="p", widgets={"space": 3})  # type: ignore[dict-item]
 
 
-async def test_nothing_is_sent_when_a_check_fails() -> None:
-    """The way a client uses prepare_process: the request is built only from its result."""
-    source = CatalogueSource()
-    cache = source.cache()
-    sent: list[dict[str, object]] = []
+async def test_a_refused_request_names_its_fix_and_the_fixed_one_is_complete() -> None:
+    """What a caller sees: the error names the missing widget, its values and its default; the
+    request written as the message says is accepted, with both widgets in its body."""
+    cache = CatalogueSource().cache()
 
-    async def create(**kwargs: object) -> None:
-        prepared = await prepare_process(cache, asset_map=None, **kwargs)  # type: ignore[arg-type]
-        sent.append(prepared.request_body(order_id="o-1"))
+    with pytest.raises(MissingWidgetError) as refused:
+        await prepare_process(
+            cache, tool=VS, asset_map=None, inputs="photo-1", widgets={"space": "bedroom"}
+        )
+    error = refused.value
+    assert (error.tool, error.widget) == (VS, "widget-style-tool-virtual-staging")
+    assert error.valid == ("modern", "scandinavian", "industrial", "coastal")
+    assert "add widgets={'style': <one of 'modern'" in str(error)
+    assert "(the default is 'modern')" in str(error)
 
-    with pytest.raises(MissingWidgetError):
-        await create(tool=VS, inputs="photo-1", widgets={"space": "bedroom"})
-    assert sent == []
-    await create(tool=VS, inputs="photo-1", widgets={"space": "bedroom", "style": "modern"})
-    assert len(sent) == 1
+    fixed = await prepare_process(
+        cache,
+        tool=VS,
+        asset_map=None,
+        inputs="photo-1",
+        widgets={"space": "bedroom", "style": error.valid[0]},
+    )
+    assert fixed.validated
+    assert fixed.request_body(order_id="o-1") == {
+        "order_id": "o-1",
+        "tool": VS,
+        "asset_map": {f"{VS}-input-image": "photo-1"},
+        "widgets": [
+            {
+                "slug": "widget-space-tool-virtual-staging",
+                "item_slugs": ["item-bedroom-widget-space-tool-virtual-staging"],
+            },
+            {
+                "slug": "widget-style-tool-virtual-staging",
+                "item_slugs": ["item-modern-widget-style-tool-virtual-staging"],
+            },
+        ],
+    }

@@ -10,16 +10,17 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageDraw
 
-from asyncsdk._errors import ValidationError
-from asyncsdk._masks import (
-    KEEP_BLACK,
+from asyncsdk import (
     REMOVE_BLUE,
     MaskError,
+    ValidationError,
     check_mask,
     convert_white_mask,
     mask_from_shapes,
 )
 
+#: Black keeps a pixel; REMOVE_BLUE (#7878CD) removes it.
+KEEP_BLACK = (0, 0, 0)
 SIZE = (320, 240)
 BOX = (40, 30, 200, 150)  # 160 x 120 pixels
 
@@ -175,8 +176,7 @@ def test_missing_pillow_names_the_extra() -> None:
     code = (
         "import sys\n"
         "sys.modules['PIL'] = None\n"
-        "from asyncsdk._errors import ConfigurationError\n"
-        "from asyncsdk._masks import check_mask\n"
+        "from asyncsdk import ConfigurationError, check_mask\n"
         "try:\n"
         "    check_mask(b'x')\n"
         "except ConfigurationError as exc:\n"

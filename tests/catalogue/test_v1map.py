@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from asyncsdk._catalogue import Catalogue, plan_process
-from asyncsdk._models import ToolSlug
-from asyncsdk._v1map import (
+from asyncsdk import (
     V1_ENDPOINTS,
+    Catalogue,
+    ToolSlug,
     V1MappingError,
     translate_v1_submit,
     v1_service_to_tool,
@@ -97,9 +97,13 @@ def test_submit_with_selected_widgets(catalogue: Catalogue) -> None:
             {"slug": STYLE, "item_slugs": ["item-modern-widget-style-tool-virtual-staging"]},
         ],
     }
-    # The result is what process creation takes, and it passes the catalogue checks.
-    prepared = plan_process(catalogue, inputs="photo-1", **translated.process_arguments())
-    assert prepared.widgets_json() == translated.widgets_json()
+    # The result names widgets and items the catalogue has, and every widget the tool requires.
+    for selection in translated.widgets:
+        widget = catalogue.widget(VS, selection.slug)
+        items = [catalogue.item(VS, widget, item).slug for item in selection.item_slugs]
+        assert items == list(selection.item_slugs)
+    required = {w.slug for w in catalogue.widgets_of(VS) if w.is_active and not w.is_optional}
+    assert required <= {selection.slug for selection in translated.widgets}
 
 
 def test_submit_with_service_name_and_widget_ids(catalogue: Catalogue) -> None:

@@ -18,6 +18,8 @@ from asyncsdk import (
     Upload,
     UploadError,
 )
+
+# The chunk size is not public; sizes around it prove that no byte is lost at a chunk's edge.
 from asyncsdk._uploads import CHUNK_SIZE
 
 from ._fake import JPEG, PNG, WEBP, FakeService, Reply, created_order_json

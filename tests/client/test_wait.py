@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+import webhooks
 from asyncsdk import (
     AsyncSDKError,
     Client,
@@ -64,8 +65,21 @@ class FakeRegistry:
         return await asyncio.wait_for(asyncio.shield(self._future(process_id)), timeout)
 
 
-def test_fake_registry_implements_the_protocol() -> None:
-    assert isinstance(FakeRegistry(), ResultWaiter)
+async def test_the_registry_webhooks_ships_ends_a_wait_without_polling(
+    fake: FakeService, client: Client
+) -> None:
+    """The receiver's own registry fits ``registry=``: the event it resolves is the result, and
+    the service is never asked."""
+    async with webhooks.Registry(healthy=True) as registry:
+        assert isinstance(registry, ResultWaiter)
+        waiting = asyncio.create_task(client.processes.wait("pr1", registry=registry, timeout=5))
+        await asyncio.sleep(0.05)
+        await registry.resolve(event("done"))
+        process = await waiting
+
+    assert process.status == ProcessStatus.DONE
+    assert process.final_assets == event().final_assets
+    assert fake.seen == []
 
 
 async def test_polls_until_done(fake: FakeService, make_client: MakeClient) -> None:

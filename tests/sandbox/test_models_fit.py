@@ -6,7 +6,6 @@ from typing import Any
 
 import aiohttp
 
-from asyncsdk._convert import make_converter
 from asyncsdk._models import (
     CreatedOrder,
     CreatedProcesses,
@@ -20,6 +19,7 @@ from asyncsdk._models import (
     V1Upload,
     Widget,
 )
+from asyncsdk._protocol.convert import make_converter
 from asyncsdk.sandbox import Sandbox
 
 from .conftest import Flow, gradient_jpeg, image_bytes, order_form

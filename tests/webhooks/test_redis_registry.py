@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 import redis.asyncio
 
+from asyncsdk import ResultWaiter
 from asyncsdk._errors import WaitTimeoutError
 from asyncsdk._models import ProcessCompleted, ResultAsset
-from asyncsdk._waiter import ResultWaiter
 from webhooks import RegistrySink
 from webhooks._redis import RedisRegistry
 from webhooks._registry import RegistryClosedError, RegistryUnavailableError

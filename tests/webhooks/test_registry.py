@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from asyncsdk import ResultWaiter
 from asyncsdk._errors import AsyncSDKError, ConfigurationError, WaitTimeoutError
 from asyncsdk._models import ProcessCompleted, ResultAsset
-from asyncsdk._waiter import ResultWaiter
 from webhooks import RegistrySink
 from webhooks._registry import Registry, RegistryClosedError, RegistryStats
 

@@ -11,9 +11,9 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from whtools import JSON, Recorder, encode, idle, payload, serve, wait_until
 
-from asyncsdk._convert import make_converter, unwrap_envelope
 from asyncsdk._errors import NotFoundError, ServerError
 from asyncsdk._models import Process, ProcessCompleted
+from asyncsdk._protocol.convert import make_converter, unwrap_envelope
 from webhooks import MemoryInbox, NoVerification, WebhookReceiver
 
 

@@ -8,7 +8,6 @@ spellings of result URLs (``src``/``temp_src``) live here, not in the models.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -17,7 +16,6 @@ from cattrs.gen import make_dict_structure_fn, override
 
 from asyncsdk._models import (
     CreatedProcesses,
-    Feedback,
     Pagination,
     ResultAsset,
     Tool,
@@ -29,9 +27,6 @@ __all__ = ["make_converter", "unwrap_envelope"]
 
 T = TypeVar("T")
 
-_CREATED_KEYS = frozenset({"process_ids", "process_group_id"})
-_NO_FEEDBACK = Feedback()
-_NO_FEEDBACK_JSON = {"type": "", "description": ""}
 
 _CAMEL = {
     Tool: {"is_active": "isActive"},
@@ -78,29 +73,6 @@ def make_converter(*, strict: bool = False) -> cattrs.Converter:
 
     conv.register_structure_hook(ResultAsset, structure_result)
 
-    results_type = tuple[ResultAsset, ...]
-    general_results = conv.get_structure_hook(results_type)
-
-    def structure_results(value: Any, _: Any) -> tuple[ResultAsset, ...]:
-        # A list of result assets, read without the generic per-item dispatch; anything else,
-        # or an item that fails, takes the general path for its error (which names the index).
-        if type(value) is list:
-            with contextlib.suppress(Exception):
-                return tuple([structure_result(item, ResultAsset) for item in value])
-        return general_results(value, results_type)  # type: ignore[no-any-return]
-
-    conv.register_structure_hook_func(lambda cls: cls == results_type, structure_results)
-
-    plain_feedback = make_dict_structure_fn(Feedback, conv, _cattrs_forbid_extra_keys=strict)
-
-    def structure_feedback(value: Any, _: type[Feedback]) -> Feedback:
-        # Most processes carry no feedback: that answer is the shared empty value.
-        if value == _NO_FEEDBACK_JSON and type(value) is dict:
-            return _NO_FEEDBACK
-        return plain_feedback(value, Feedback)
-
-    conv.register_structure_hook(Feedback, structure_feedback)
-
     plain_pagination = make_dict_structure_fn(Pagination, conv, _cattrs_forbid_extra_keys=strict)
 
     def structure_pagination(value: Any, _: type[Pagination]) -> Pagination:
@@ -119,16 +91,7 @@ def make_converter(*, strict: bool = False) -> cattrs.Converter:
     )
 
     def structure_created(value: Any, _: type[CreatedProcesses]) -> CreatedProcesses:
-        # The answer to every process creation: its documented shape is read directly, and
-        # anything else (extra keys, other types) takes the general path and its errors.
-        if type(value) is dict and value.keys() <= _CREATED_KEYS:
-            ids, group = value.get("process_ids"), value.get("process_group_id")
-            if (
-                type(ids) is list
-                and all(type(item) is str for item in ids)
-                and (group is None or type(group) is str)
-            ):
-                return CreatedProcesses(process_ids=tuple(ids), process_group_id=group)
+        # A string is a sequence too: without this check it would be read as one id per letter.
         if isinstance(value, Mapping) and isinstance(value.get("process_ids"), str):
             raise TypeError("process_ids must be a list of ids, not a string")
         return general_created(value, CreatedProcesses)

@@ -28,13 +28,12 @@ from typing import Any, Final
 
 import attrs
 
-from asyncsdk._catalogue import Catalogue, CatalogueError, WidgetSelection
-from asyncsdk._errors import ValidationError
+from asyncsdk._catalogue.snapshot import Catalogue, WidgetSelection
+from asyncsdk._errors import CatalogueError, V1MappingError
 from asyncsdk._models import ToolSlug
 
 __all__ = [
     "V1_ENDPOINTS",
-    "V1MappingError",
     "V1Translation",
     "translate_v1_submit",
     "v1_service_to_tool",
@@ -70,10 +69,6 @@ V1_ENDPOINTS: Final[Mapping[str, str]] = MappingProxyType(
 _SUBMIT_FIELDS: Final = frozenset(
     {"order_id", "service_name", "space_name", "selected_widgets", "widget_ids"}
 )
-
-
-class V1MappingError(ValidationError):
-    """A V1 name or id has no known V3 counterpart; the message says what to pass instead."""
 
 
 @attrs.frozen(kw_only=True)

@@ -1,0 +1,298 @@
+"""One frozen snapshot of the catalogue and its lookups; the ``widgets=`` forms it reads."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, TypeAlias
+
+import attrs
+
+from asyncsdk._catalogue.names import (
+    MULTI_SELECT_WIDGETS,
+    aliases,
+    did_you_mean,
+    item_value,
+    norm,
+    quoted,
+    widget_purpose,
+)
+from asyncsdk._checks import is_mapping, is_sequence
+from asyncsdk._errors import (
+    ConfigurationError,
+    InactiveError,
+    UnknownItemError,
+    UnknownToolError,
+    UnknownWidgetError,
+    ValidationError,
+)
+from asyncsdk._models import Tool, Widget, WidgetItem
+
+__all__ = ["Catalogue", "WidgetSelection", "WidgetsArg", "widget_entries"]
+
+
+def _freeze_widgets(
+    value: Mapping[str, Iterable[Widget]],
+) -> Mapping[str, tuple[Widget, ...]]:
+    return MappingProxyType({slug: tuple(widgets) for slug, widgets in value.items()})
+
+
+def _tuple_of_tools(value: Iterable[Tool]) -> tuple[Tool, ...]:
+    return tuple(value)
+
+
+def _tuple_of_str(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
+@attrs.frozen
+class WidgetSelection:
+    """One entry of the ``widgets`` array of a process request: a widget and its chosen items."""
+
+    slug: str
+    item_slugs: tuple[str, ...] = attrs.field(converter=_tuple_of_str)
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"slug": self.slug, "item_slugs": list(self.item_slugs)}
+
+
+#: Every form ``widgets=`` accepts: ``{"space": "bedroom", "enhancement_options": ["a", "b"]}``
+#: (keys by key, purpose, name or slug; values short, by name, or full slugs; ``None`` = omitted),
+#: the wire list ``[{"slug": ..., "item_slugs": [...]}]``, or :class:`WidgetSelection` values.
+WidgetsArg: TypeAlias = (
+    Mapping[str, str | Sequence[str] | None]
+    | Sequence[Mapping[str, Any]]
+    | Sequence[WidgetSelection]
+)
+
+
+@attrs.frozen(kw_only=True)
+class Catalogue:
+    """A snapshot of the tool list and of the widgets of some tools (keyed by listed tool slug)."""
+
+    tools: tuple[Tool, ...] = attrs.field(converter=_tuple_of_tools)
+    widgets: Mapping[str, tuple[Widget, ...]] = attrs.field(
+        factory=dict, converter=_freeze_widgets, hash=False
+    )
+
+    # -- tools
+
+    def find_tool(self, name: str) -> Tool | None:
+        """The tool ``name`` means: its slug, an alias, the slug without ``tool-``, or its name."""
+        by_slug = {tool.slug: tool for tool in self.tools}
+        wanted = name.strip()
+        normalised = norm(wanted)
+        candidates = [wanted, normalised]
+        if not normalised.startswith("tool-"):
+            candidates.append("tool-" + normalised)
+        for candidate in candidates:
+            for spelling in aliases(candidate):
+                if spelling in by_slug:
+                    return by_slug[spelling]
+        return next((tool for tool in self.tools if norm(tool.name) == normalised), None)
+
+    def tool(self, name: str) -> Tool:
+        """The tool ``name`` means, or :class:`UnknownToolError` with a did-you-mean."""
+        found = self.find_tool(name)
+        if found is not None:
+            return found
+        slugs = [tool.slug for tool in self.tools]
+        normalised = norm(name)
+        guess = did_you_mean(name.strip(), slugs) or did_you_mean(
+            normalised if normalised.startswith("tool-") else "tool-" + normalised, slugs
+        )
+        hint = f"did you mean {guess!r}? The" if guess else "the"
+        raise UnknownToolError(
+            f"unknown tool {name!r}: {hint} catalogue has {quoted(slugs) or 'no tools'}",
+            tool=name,
+            valid=slugs,
+            suggestion=guess,
+        )
+
+    def active_tool(self, name: str) -> Tool:
+        """Like :meth:`tool`, and :class:`InactiveError` when the tool is switched off."""
+        tool = self.tool(name)
+        if not tool.is_active:
+            active = [t.slug for t in self.tools if t.is_active]
+            raise InactiveError(
+                f"tool {tool.slug!r} ({tool.name}) is not active in the catalogue and cannot run "
+                f"now; pick an active tool: {quoted(active)}",
+                tool=tool.slug,
+                valid=active,
+            )
+        return tool
+
+    # -- widgets
+
+    def has_widgets_of(self, tool: str) -> bool:
+        return any(alias in self.widgets for alias in aliases(tool))
+
+    def widgets_of(self, tool: str) -> tuple[Widget, ...]:
+        """The widgets of ``tool`` (any spelling); :class:`ConfigurationError` when not loaded."""
+        for alias in aliases(tool):
+            if alias in self.widgets:
+                return self.widgets[alias]
+        raise ConfigurationError(
+            f"the widgets of {tool!r} are not in this catalogue snapshot; load them first with "
+            f"`await cache.catalogue({tool!r})`"
+        )
+
+    def handle(self, tool: str, widget: Widget) -> str:
+        """The shortest name that picks ``widget`` among the tool's: key, purpose or slug."""
+        widgets = self.widgets_of(tool) if self.has_widgets_of(tool) else (widget,)
+        if widget.key and sum(1 for w in widgets if norm(w.key) == norm(widget.key)) == 1:
+            return widget.key
+        purpose = widget_purpose(widget.slug, tool)
+        if purpose and sum(1 for w in widgets if widget_purpose(w.slug, tool) == purpose) == 1:
+            return purpose
+        return widget.slug
+
+    def widget(self, tool: str, name: str) -> Widget:
+        """The widget of ``tool`` that ``name`` means: full slug (any tool spelling), key, purpose
+        or name, in that order; :class:`UnknownWidgetError` otherwise."""
+        widgets = self.widgets_of(tool)
+        wanted = name.strip()
+        for w in widgets:
+            if w.slug == wanted:
+                return w
+        purpose = widget_purpose(wanted, tool)
+        if purpose is not None:
+            for w in widgets:
+                if widget_purpose(w.slug, tool) == purpose:
+                    return w
+        else:
+            normalised = norm(wanted)
+            levels: tuple[Callable[[Widget], bool], ...] = (
+                lambda w: bool(w.key) and norm(w.key) == normalised,
+                lambda w: widget_purpose(w.slug, tool) == normalised,
+                lambda w: bool(w.name) and norm(w.name) == normalised,
+            )
+            for level in levels:
+                matches = [w for w in widgets if level(w)]
+                if len(matches) == 1:
+                    return matches[0]
+                if len(matches) > 1:
+                    raise UnknownWidgetError(
+                        f"{name!r} names several widgets of {tool!r}: "
+                        f"{quoted(w.slug for w in matches)}; use the full widget slug",
+                        tool=tool,
+                        widget=name,
+                        valid=[w.slug for w in matches],
+                    )
+        handles = [self.handle(tool, w) for w in widgets]
+        if not widgets:
+            raise UnknownWidgetError(
+                f"tool {tool!r} takes no widgets; drop {name!r} from widgets=",
+                tool=tool,
+                widget=name,
+            )
+        guess = did_you_mean(norm(wanted), handles) or did_you_mean(
+            wanted, [w.slug for w in widgets]
+        )
+        hint = f"did you mean {guess!r}? Its" if guess else "its"
+        raise UnknownWidgetError(
+            f"tool {tool!r} has no widget {name!r}: {hint} widgets are {quoted(handles)}",
+            tool=tool,
+            widget=name,
+            valid=handles,
+            suggestion=guess,
+        )
+
+    def values(self, tool: str, widget: Widget, *, active_only: bool = True) -> tuple[str, ...]:
+        """The short values of the widget's items (``bedroom``, ``living-room``)."""
+        return tuple(
+            item_value(item.slug, widget.slug, tool)
+            for item in widget.items
+            if item.is_active or not active_only
+        )
+
+    def item(self, tool: str, widget: Widget, value: str) -> WidgetItem:
+        """The item of ``widget`` that ``value`` means: full slug (any tool spelling), short value
+        or name; :class:`UnknownItemError` with the valid values otherwise."""
+        wanted = value.strip()
+        for item in widget.items:
+            if item.slug == wanted:
+                return item
+        short = norm(wanted)
+        if wanted.startswith("item-"):
+            short = item_value(wanted, widget.slug, tool)
+        for item in widget.items:
+            if item_value(item.slug, widget.slug, tool) == short:
+                return item
+        for item in widget.items:
+            if item.name and norm(item.name) == short:
+                return item
+        valid = self.values(tool, widget)
+        handle = self.handle(tool, widget)
+        elsewhere = ""
+        if self.has_widgets_of(tool):
+            for other in self.widgets_of(tool):
+                if other.slug != widget.slug and any(i.slug == wanted for i in other.items):
+                    elsewhere = f" ({wanted!r} belongs to widget {self.handle(tool, other)!r})"
+        guess = None if elsewhere else did_you_mean(short, valid)
+        hint = f"; did you mean {guess!r}? Valid" if guess else "; valid"
+        raise UnknownItemError(
+            f"{value!r} is not an item of widget {handle!r} ({widget.slug}){elsewhere}{hint} "
+            f"values: {quoted(valid)}",
+            tool=tool,
+            widget=widget.slug,
+            item=value,
+            valid=valid,
+            suggestion=guess,
+        )
+
+    def is_multi_select(self, widget: Widget) -> bool:
+        """True for ``toggle`` widgets and for those the spec names multi-select."""
+        return widget.type == "toggle" or widget.slug in MULTI_SELECT_WIDGETS
+
+    def find_item(self, tool: str, item_slug: str) -> tuple[Widget, WidgetItem] | None:
+        for widget in self.widgets_of(tool):
+            for item in widget.items:
+                if item.slug == item_slug:
+                    return widget, item
+        return None
+
+
+def widget_entries(widgets: WidgetsArg | None) -> list[tuple[str, tuple[str, ...]]]:
+    """Normalise every accepted ``widgets=`` form into ``(widget name, item names)`` pairs."""
+    if widgets is None:
+        return []
+    entries: list[tuple[str, tuple[str, ...]]] = []
+    if is_mapping(widgets):
+        for key, value in widgets.items():
+            if not isinstance(key, str):
+                raise ValidationError(f"widget names must be strings, not {key!r}")
+            if value is None:
+                continue
+            entries.append((key, _item_names(key, value)))
+        return entries
+    if isinstance(widgets, str | bytes):
+        raise ValidationError(
+            "widgets= takes a mapping such as {'space': 'bedroom'} or a list of "
+            "{'slug': ..., 'item_slugs': [...]}, not a string"
+        )
+    for position, entry in enumerate(widgets):
+        if isinstance(entry, WidgetSelection):
+            entries.append((entry.slug, entry.item_slugs))
+            continue
+        if not is_mapping(entry) or not isinstance(entry.get("slug"), str):
+            raise ValidationError(
+                f"widgets[{position}] must be {{'slug': <widget slug>, 'item_slugs': [...]}}, "
+                f"got {entry!r}"
+            )
+        slug = entry["slug"]
+        entries.append((slug, _item_names(slug, entry.get("item_slugs", ()))))
+    return entries
+
+
+def _item_names(widget: str, value: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if (is_sequence(value) or isinstance(value, frozenset | set)) and not isinstance(value, bytes):
+        names = tuple(value)
+        if all(isinstance(name, str) for name in names):
+            return names
+    raise ValidationError(
+        f"the value of widget {widget!r} must be an item name or a list of item names, "
+        f"got {value!r}"
+    )

@@ -1,0 +1,104 @@
+"""Orders: the uploaded input images (spec 4.5 to 4.7)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from asyncsdk._checks import require_text
+from asyncsdk._models import AssetRole, CreatedOrder, Order
+from asyncsdk._multipart import build_form
+from asyncsdk._protocol.requests import Request
+from asyncsdk._protocol.responses import describe_shape, model_decoder
+from asyncsdk._resources.core import Core, TimeoutArg
+from asyncsdk._uploads import Upload, UploadSource, check_roles, to_upload
+
+__all__ = ["Orders"]
+
+
+class Orders:
+    """Orders: the uploaded input images (spec 4.5 to 4.7)."""
+
+    def __init__(self, core: Core) -> None:
+        self._core = core
+
+    async def create(
+        self,
+        *images: Upload | UploadSource,
+        project_id: str | None = None,
+        timeout: TimeoutArg = None,
+    ) -> CreatedOrder:
+        """Upload images as a new order.
+
+        Each image is an :class:`Upload` (source and role) or a bare source, which counts as the
+        ``primary_angle``.  At most one primary and one secondary angle are allowed; formats and
+        sizes are checked before anything is sent.
+        """
+        uploads = [to_upload(image) for image in images]
+        check_roles(uploads)
+        fields = (
+            [] if project_id is None else [("project_id", require_text(project_id, "project_id"))]
+        )
+        fields += [(self._core.role_field, upload.role) for upload in uploads]
+        form = await build_form(
+            fields,
+            [("asset_file", upload) for upload in uploads],
+            max_bytes=self._core.max_upload_bytes,
+        )
+        request = Request(method="POST", url=self._core.fixed_url("v3", "order"), form=form)
+        return await self._core.send(
+            request, model_decoder(self._core.converter, CreatedOrder), timeout
+        )
+
+    async def append_mask(
+        self,
+        order_id: str,
+        mask: Upload | UploadSource,
+        *,
+        project_id: str | None = None,
+        timeout: TimeoutArg = None,
+    ) -> CreatedOrder:
+        """Add a mask image to an order (blue ``#7878CD`` removes, black keeps)."""
+        require_text(order_id, "order_id")
+        fields = (
+            [] if project_id is None else [("project_id", require_text(project_id, "project_id"))]
+        )
+        fields += [("asset_role", AssetRole.MASK), ("asset_type", AssetRole.MASK)]
+        form = await build_form(
+            fields, [("asset_file", to_upload(mask))], max_bytes=self._core.max_upload_bytes
+        )
+        url = self._core.url("v3", "order", order_id, "append")
+        request = Request(method="POST", url=url, form=form)
+        return await self._core.send(request, self._appended(order_id), timeout)
+
+    def _appended(self, order_id: str) -> Callable[[Any], CreatedOrder]:
+        """The spec shows no answer to appending: accept the creation shape, an order, or none."""
+        converter = self._core.converter
+
+        def decode(value: Any) -> CreatedOrder:
+            if value is None:
+                return CreatedOrder(order_id=order_id)
+            if isinstance(value, Mapping) and "order_id" in value:
+                return converter.structure(value, CreatedOrder)
+            if isinstance(value, Mapping) and "id" in value:
+                order = converter.structure(value, Order)
+                return CreatedOrder(order_id=order.id, assets=order.entry_assets)
+            raise TypeError(
+                f"expected an order or {{order_id, assets}}, got {describe_shape(value)}"
+            )
+
+        return decode
+
+    async def get(
+        self,
+        order_id: str,
+        *,
+        width: int | None = None,
+        height: int | None = None,
+        timeout: TimeoutArg = None,
+    ) -> Order:
+        """Fetch an order with its assets and processes."""
+        require_text(order_id, "order_id")
+        return await self._core.get_one(
+            Order, "v3", "order", order_id, width=width, height=height, timeout=timeout
+        )

@@ -1,0 +1,204 @@
+"""Processes: one AI job each (spec 4.8, 4.9): prepared against the catalogue, created, fetched,
+waited for.
+
+Process creation goes through the catalogue layer (:mod:`asyncsdk._catalogue`) first: widgets given
+by short name are expanded, and with validation on a request the service would refuse (or run
+wrongly) raises a :class:`~asyncsdk.CatalogueError` before it is sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from asyncsdk._catalogue import (
+    CatalogueCache,
+    PreparedProcess,
+    WidgetsArg,
+    check_asset_map,
+    check_widgets,
+    check_widgets_arg,
+    prepare_process,
+)
+from asyncsdk._checks import require_text
+from asyncsdk._models import Asset, CreatedProcesses, Process
+from asyncsdk._protocol.requests import Request
+from asyncsdk._resources.core import Core, TimeoutArg
+from asyncsdk._resources.orders import Orders
+from asyncsdk._resources.tools import Tools
+from asyncsdk._resources.waiting import ResultWaiter, Waiting
+
+__all__ = ["Processes"]
+
+
+class Processes:
+    """Processes: one AI job each (spec 4.8, 4.9), and waiting for their results.
+
+    ``catalogue`` is the client's :class:`~asyncsdk.CatalogueCache`; ``validate`` the client-wide
+    default of checking process requests against it (each call may override it).
+    """
+
+    def __init__(
+        self, core: Core, *, catalogue: CatalogueCache | None = None, validate: bool = True
+    ) -> None:
+        self._core = core
+        self._orders = Orders(core)
+        if catalogue is None:
+            tools = Tools(core)
+            catalogue = CatalogueCache(tools.list, tools.widgets)
+        self._catalogue = catalogue
+        self._validate = validate
+        self._waiting = Waiting(self.get, core.min_poll_interval)
+
+    async def prepare(
+        self,
+        tool: str,
+        asset_map: Mapping[str, str] | None = None,
+        widgets: WidgetsArg | None = None,
+        *,
+        inputs: Mapping[str, str] | str | None = None,
+        order_assets: Sequence[Asset] | None = None,
+        validate: bool | None = None,
+    ) -> PreparedProcess:
+        """Expand and check a process request without sending it (a dry run of :meth:`create`).
+
+        ``validate`` defaults to the client's setting.  With it on, the tool list and the tool's
+        widgets are read from the client's catalogue cache (fetched once per TTL) and a
+        :class:`~asyncsdk.CatalogueError` names any problem; asset ids are checked against
+        ``order_assets`` when given.
+        """
+        require_text(tool, "tool")
+        if asset_map is not None:
+            check_asset_map(tool, asset_map)
+        check_widgets_arg(widgets)
+        return await prepare_process(
+            self._catalogue,
+            tool=tool,
+            asset_map=asset_map,
+            inputs=inputs,
+            widgets=widgets,
+            order_assets=order_assets,
+            validate=self._validate if validate is None else validate,
+        )
+
+    async def create(
+        self,
+        order_id: str,
+        tool: str,
+        asset_map: Mapping[str, str] | None = None,
+        widgets: WidgetsArg | None = None,
+        process_group_id: str | None = None,
+        *,
+        inputs: Mapping[str, str] | str | None = None,
+        validate: bool | None = None,
+        order_assets: Sequence[Asset] | None = None,
+        timeout: TimeoutArg = None,
+    ) -> CreatedProcesses:
+        """Run ``tool`` on the order's assets; waits first if a generation limit is set.
+
+        Inputs: ``asset_map`` (full slot names, the wire form) or ``inputs`` (an asset id for a
+        one-slot tool, or a mapping by short slot name: ``image``, ``mask``, ``before``,
+        ``after``).  With neither, the order is fetched (one GET) and its photo, and for the mask
+        tool its mask, fill the slots.
+
+        ``widgets`` takes the short form ``{"space": "bedroom", "style": "modern"}`` (widgets by
+        key, purpose, name or slug; items by value, name or slug), the wire list
+        ``[{"slug": ..., "item_slugs": [...]}]`` or :class:`~asyncsdk.WidgetSelection` values.
+
+        ``validate`` (default: the client's setting) checks the request against the catalogue
+        first; a :class:`~asyncsdk.CatalogueError` is raised and nothing is sent when it does not
+        fit.  Asset ids are checked against ``order_assets`` when given (or when the order was
+        fetched because no inputs were given); otherwise the order is not fetched just for the
+        check.  With ``validate=False`` short names are expanded by the slug convention and the
+        rest is sent as given, so the service's own 422 comes back as
+        :class:`~asyncsdk.UnprocessableEntityError`.
+        """
+        require_text(order_id, "order_id")
+        if process_group_id is not None:
+            require_text(process_group_id, "process_group_id")
+        if asset_map is None and inputs is None and order_assets is None:
+            require_text(tool, "tool")
+            check_widgets_arg(widgets)
+            order_assets = (await self._orders.get(order_id, timeout=timeout)).entry_assets
+        prepared = await self.prepare(
+            tool,
+            asset_map,
+            widgets,
+            inputs=inputs,
+            order_assets=order_assets,
+            validate=validate,
+        )
+        return await self.create_prepared(
+            order_id, prepared, process_group_id=process_group_id, timeout=timeout
+        )
+
+    async def create_prepared(
+        self,
+        order_id: str,
+        prepared: PreparedProcess,
+        *,
+        process_group_id: str | None = None,
+        timeout: TimeoutArg = None,
+    ) -> CreatedProcesses:
+        """Create the process a :meth:`prepare` call planned (waits first if a generation limit
+        is set).  Its shape is checked again here, as a prepared request may come from anywhere.
+        """
+        require_text(order_id, "order_id")
+        if process_group_id is not None:
+            require_text(process_group_id, "process_group_id")
+        tool = require_text(prepared.tool, "tool")
+        check_asset_map(tool, prepared.asset_map)
+        body: dict[str, Any] = {
+            "order_id": order_id,
+            "tool": tool,
+            "asset_map": dict(prepared.asset_map),
+            "widgets": check_widgets(prepared.widgets_json()),
+        }
+        if process_group_id is not None:
+            body["process_group_id"] = process_group_id
+        if self._core.generation_limit is not None:
+            await self._core.generation_limit.acquire()
+        request = Request(method="POST", url=self._core.fixed_url("v3", "process"), json=body)
+        return await self._core.send(request, self._core.decoder(CreatedProcesses), timeout)
+
+    async def get(
+        self,
+        process_id: str,
+        *,
+        width: int | None = None,
+        height: int | None = None,
+        timeout: TimeoutArg = None,
+    ) -> Process:
+        """Fetch a process; ``width``/``height`` resize the result URLs."""
+        require_text(process_id, "process_id")
+        return await self._core.get_one(
+            Process, "v3", "process", process_id, width=width, height=height, timeout=timeout
+        )
+
+    async def wait(
+        self,
+        process_id: str,
+        *,
+        timeout: float = 600.0,
+        registry: ResultWaiter | None = None,
+        webhook_grace: float | None = None,
+        poll_interval: float | None = None,
+        raise_on_failure: bool = False,
+    ) -> Process:
+        """Wait until the process is ``done`` or ``failed``, under one deadline of ``timeout`` s.
+
+        With a ``registry`` the webhook event is awaited first; after ``webhook_grace`` seconds
+        (default: the whole deadline), or at once when ``registry.healthy`` is false, the process is
+        polled instead.  Each poll waits ``poll_interval`` after the answer to the one before (never
+        less than the client's ``min_poll_interval``), so the service sees them that far apart.
+        Raises ``WaitTimeoutError`` at the deadline, and ``ProcessFailedError`` for a failed
+        process when ``raise_on_failure`` is true.
+        """
+        return await self._waiting.wait(
+            process_id,
+            timeout=timeout,
+            registry=registry,
+            webhook_grace=webhook_grace,
+            poll_interval=poll_interval,
+            raise_on_failure=raise_on_failure,
+        )
