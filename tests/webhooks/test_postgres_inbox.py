@@ -12,7 +12,14 @@ import pytest
 from inbox_contract import CLAIM_TIMEOUT, InboxContract, claim_eventually, event
 
 from asyncsdk._errors import ConfigurationError
-from webhooks import AtomicInbox, Inbox, InboxUnavailableError, PostgresInbox, UnknownEntryError
+from webhooks import (
+    AtomicInbox,
+    Inbox,
+    InboxError,
+    InboxUnavailableError,
+    PostgresInbox,
+    UnknownEntryError,
+)
 
 pytestmark = pytest.mark.postgres
 
@@ -114,6 +121,29 @@ async def test_acked_rows_keep_only_the_key_until_the_retention_ends(
         assert await inbox.put(event("p-1"), b"again") is True  # the sender's retry horizon passed
         (again,) = await inbox.claim_batch("c1", 10)
         assert (again.raw, again.attempts) == (b"again", 1)
+    finally:
+        await inbox.close()
+
+
+async def test_a_failed_put_claims_no_key_for_any_put_made_with_it(
+    postgres_dsn: str, postgres_schema: str, raw_postgres: asyncpg.Connection
+) -> None:
+    inbox = PostgresInbox(postgres_dsn, schema=postgres_schema)
+    try:
+        await inbox.check()  # creates the table
+        # A rule of the database's own that one body breaks: the puts made with it share its fate.
+        await raw_postgres.execute(
+            f'ALTER TABLE "{postgres_schema}".inbox ADD CONSTRAINT small CHECK (length(raw) < 10)'
+        )
+        puts = [inbox.put(event(f"p-{n}"), b"x") for n in range(5)]
+        puts.append(inbox.put(event("p-big"), b"far too long"))
+        results = await asyncio.gather(*puts, return_exceptions=True)
+        assert all(isinstance(r, InboxError) and "small" in str(r) for r in results), results
+        assert await inbox.pending_count() == 0
+        # Every sender's retry is accepted once the cause is gone.
+        await raw_postgres.execute(f'ALTER TABLE "{postgres_schema}".inbox DROP CONSTRAINT small')
+        again = [inbox.put(event(f"p-{n}"), b"x") for n in range(5)]
+        assert await asyncio.gather(*again) == [True] * 5
     finally:
         await inbox.close()
 

@@ -31,6 +31,7 @@ from webhooks._postgres._connect import (
     translate_errors,
     where,
 )
+from webhooks._postgres._puts import PutBatcher, Row
 from webhooks._store import (
     DEFAULT_CLAIM_TIMEOUT,
     DEFAULT_DEDUP_RETENTION,
@@ -149,6 +150,7 @@ class PostgresInbox:
     """Seconds a finished event's dedup key is kept after its ack."""
     _statements: _sql.InboxSQL = attrs.field(init=False)
     _pool: asyncpg.Pool | None = attrs.field(default=None, init=False)
+    _puts: PutBatcher = attrs.field(init=False)
     _opening: asyncio.Lock = attrs.field(factory=asyncio.Lock, init=False)
     _closed: bool = attrs.field(default=False, init=False)
     _next_purge: float = attrs.field(default=0.0, init=False)
@@ -156,6 +158,7 @@ class PostgresInbox:
     def __attrs_post_init__(self) -> None:
         require_asyncpg()
         self._statements = _sql.InboxSQL(self.schema)
+        self._puts = PutBatcher(self._store)
 
     def __repr__(self) -> str:
         return f"PostgresInbox({where(self.dsn)!r}, schema={self.schema!r})"
@@ -163,15 +166,11 @@ class PostgresInbox:
     # -- the Inbox contract -----------------------------------------------------------------
 
     async def put(self, event: ProcessCompleted, raw: bytes) -> bool:
-        """Claim the event's dedup key and store it, in one statement (committed on return)."""
-        key, data = dedup_key_text(event), encode_event(event)
-        stored = await self._call(
-            "put",
-            lambda pool: pool.fetchval(
-                self._statements.put, key, data, bytes(raw), float(self.retention)
-            ),
-        )
-        return stored is not None
+        """Claim the event's dedup key and store it, committed on return (puts made at the same
+        time share one statement and one commit: see :mod:`webhooks._postgres._puts`)."""
+        self._check_open()
+        with translate_errors(InboxUnavailableError, InboxError, "inbox put", self.dsn):
+            return await self._puts.put((dedup_key_text(event), encode_event(event), bytes(raw)))
 
     async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
         """Due entries, oldest first, and those whose claim lapsed."""
@@ -303,6 +302,18 @@ class PostgresInbox:
             await pool.close()
 
     # -- internals ------------------------------------------------------------------------------
+
+    async def _store(self, rows: Sequence[Row]) -> set[str]:
+        """Store rows of distinct keys in one statement; the keys stored (the rest are held)."""
+        pool = await self._ready_pool()
+        stored = await pool.fetch(
+            self._statements.put,
+            [row[0] for row in rows],
+            [row[1] for row in rows],
+            [row[2] for row in rows],
+            float(self.retention),
+        )
+        return {record[0] for record in stored}
 
     def _check_open(self) -> None:
         if self._closed:
