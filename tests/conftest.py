@@ -1,11 +1,14 @@
-"""Fixtures shared by every test area: the real Redis server used by ``@pytest.mark.redis`` tests.
+"""Fixtures shared by every test area: the real Redis server used by ``@pytest.mark.redis`` tests
+and the real PostgreSQL server used by ``@pytest.mark.postgres`` tests.
 
-Redis tests skip with a reason when the server is unreachable, except under ``CI=true``, where they
-fail: a CI run must not go green by skipping them.  ``ASYNCSDK_TEST_REDIS_URL`` points elsewhere.
+Those tests skip with a reason when the server is unreachable, except under ``CI=true``, where they
+fail: a CI run must not go green by skipping them.  ``ASYNCSDK_TEST_REDIS_URL`` and
+``ASYNCSDK_TEST_POSTGRES_DSN`` point elsewhere.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
 from collections.abc import AsyncIterator
@@ -17,6 +20,9 @@ if TYPE_CHECKING:
     import redis.asyncio
 
 REDIS_URL = os.environ.get("ASYNCSDK_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+POSTGRES_DSN = os.environ.get(
+    "ASYNCSDK_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test"
+)
 
 
 def _redis_problem(url: str) -> str | None:
@@ -70,3 +76,42 @@ async def raw_redis(redis_url: str) -> AsyncIterator[redis.asyncio.Redis]:
     client = redis.asyncio.Redis.from_url(redis_url)
     yield client
     await client.aclose()
+
+
+async def _postgres_problem(dsn: str) -> str | None:
+    """None if PostgreSQL at ``dsn`` accepts a connection, else why not."""
+    try:
+        import asyncpg
+    except ImportError:
+        return "asyncpg is not installed (pip install 'asyncsdk[postgres]')"
+    try:
+        conn = await asyncpg.connect(dsn, timeout=2)
+    except (asyncpg.PostgresError, OSError, TimeoutError) as exc:
+        return f"no PostgreSQL at {dsn}: {exc!r}"
+    await conn.close()
+    return None
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn() -> str:
+    """The test PostgreSQL DSN; skips (fails under CI=true) when the server does not answer."""
+    problem = asyncio.run(_postgres_problem(POSTGRES_DSN))
+    if problem is not None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"{problem}; CI=true requires PostgreSQL for the tests marked postgres")
+        pytest.skip(f"{problem}; start PostgreSQL or set ASYNCSDK_TEST_POSTGRES_DSN")
+    return POSTGRES_DSN
+
+
+@pytest.fixture
+async def postgres_schema(postgres_dsn: str) -> AsyncIterator[str]:
+    """A schema of this test's own (made by the backend under test), dropped afterwards."""
+    import asyncpg
+
+    schema = f"asyncsdk_test_{uuid.uuid4().hex[:24]}"
+    yield schema
+    conn = await asyncpg.connect(postgres_dsn)
+    try:
+        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    finally:
+        await conn.close()

@@ -9,6 +9,7 @@ from webhooks._fetchback import KnownProcessFilter, ProcessClient
 from webhooks._memory import MemoryInbox
 from webhooks._metrics import LatencyHistogram, Metrics
 from webhooks._parse import Ignored, Parsed, Rejection, parse_delivery
+from webhooks._postgres import PostgresInbox, PostgresRegistry, PostgresWrites
 from webhooks._receiver import RECEIVER_KEY, RedactingAccessLogger, WebhookReceiver
 from webhooks._redis import RedisInbox, RedisRegistry, RedisWrites
 from webhooks._registry import (
@@ -54,6 +55,9 @@ __all__ = [
     "Metrics",
     "NoVerification",
     "Parsed",
+    "PostgresInbox",
+    "PostgresRegistry",
+    "PostgresWrites",
     "ProcessClient",
     "RedactingAccessLogger",
     "RedisInbox",

@@ -333,9 +333,10 @@ class WebhookReceiver:
         gets every event.  Handlers run in the worker, never on the request path.
 
         ``atomic=True``: the handler is ``async def handler(event, writes)`` and queues its
-        writes on ``writes`` (a :class:`~webhooks.RedisWrites` with :class:`~webhooks.RedisInbox`)
-        instead of writing; the inbox applies them together with the ack, so they happen once
-        per event even if the process dies between the handler and the ack.
+        writes on ``writes`` (a :class:`~webhooks.RedisWrites` with :class:`~webhooks.RedisInbox`,
+        a :class:`~webhooks.PostgresWrites` with :class:`~webhooks.PostgresInbox`) instead of
+        writing; the inbox applies them together with the ack, so they happen once per event
+        even if the process dies between the handler and the ack.
         """
         statuses = _names(status, "status")
         tools = _names(tool, "tool")
@@ -359,9 +360,9 @@ class WebhookReceiver:
         if atomic and not isinstance(self.inbox, AtomicInbox):
             raise ConfigurationError(
                 f"atomic=True handlers need an inbox that applies writes with the ack, and"
-                f" {type(self.inbox).__name__} does not: use RedisInbox, or register the handler"
-                " without atomic=True and make its writes idempotent (key them on"
-                " event.dedup_key)"
+                f" {type(self.inbox).__name__} does not: use RedisInbox or PostgresInbox, or"
+                " register the handler without atomic=True and make its writes idempotent (key"
+                " them on event.dedup_key)"
             )
         self.handlers.append(HandlerSpec(func, statuses, tools, atomic=bool(atomic)))
 

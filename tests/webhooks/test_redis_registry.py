@@ -3,44 +3,34 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 import redis.asyncio
+from registry_contract import MakeRegistry, RegistryContract, completed
 
-from asyncsdk import ResultWaiter
-from asyncsdk._errors import WaitTimeoutError
-from asyncsdk._models import ProcessCompleted, ResultAsset
-from webhooks import RegistrySink
 from webhooks._redis import RedisRegistry
-from webhooks._registry import RegistryClosedError, RegistryUnavailableError
+from webhooks._registry import RegistryUnavailableError
 from webhooks._store import encode_event
 
 pytestmark = pytest.mark.redis
 
-MakeRegistry = Callable[..., Awaitable[RedisRegistry]]
 
-
-def completed(process_id: str = "p-1", status: str = "done", src: str = "u1") -> ProcessCompleted:
-    return ProcessCompleted(
-        event="process.completed",
-        process_id=process_id,
-        order_id="o-1",
-        tool="tool-virtual-staging",
-        status=status,
-        final_assets=(ResultAsset(asset_id="a-1", src=src),) if status == "done" else (),
-    )
+class TestRedisRegistry(RegistryContract):
+    """The shared registry's contract, on Redis (with the module's make_registry)."""
 
 
 @pytest.fixture
 async def make_registry(redis_url: str, redis_prefix: str) -> AsyncIterator[MakeRegistry]:
-    """Started registries on the test's prefix (each one stands for another process)."""
+    """Registries on the test's prefix (each one stands for another process)."""
     made: list[RedisRegistry] = []
 
-    async def make(**options: object) -> RedisRegistry:
-        registry = RedisRegistry(redis_url, prefix=redis_prefix, **options)  # type: ignore[arg-type]
+    async def make(*, started: bool = True, **options: Any) -> RedisRegistry:
+        registry = RedisRegistry(redis_url, prefix=redis_prefix, **options)
         made.append(registry)
-        await registry.start()
+        if started:
+            await registry.start()
         return registry
 
     yield make
@@ -53,73 +43,7 @@ async def numsub(raw_redis: redis.asyncio.Redis, channel: str) -> int:
     return int(count)
 
 
-async def test_redis_registry_is_a_result_waiter_and_a_registry_sink(
-    make_registry: MakeRegistry,
-) -> None:
-    registry = await make_registry()
-    assert isinstance(registry, ResultWaiter)
-    assert isinstance(registry, RegistrySink)
-
-
-async def test_a_waiter_on_one_instance_is_resolved_by_another(
-    make_registry: MakeRegistry,
-) -> None:
-    a, b = await make_registry(), await make_registry()
-    waiters = [asyncio.create_task(a.wait("p-1", timeout=10)) for _ in range(3)]
-    other = asyncio.create_task(a.wait("p-2", timeout=10))
-    await asyncio.sleep(0.05)
-    await b.resolve(completed("p-1"))
-    assert await asyncio.gather(*waiters) == [completed("p-1")] * 3
-    assert not other.done()
-    await b.resolve(completed("p-2", status="failed"))
-    assert (await other).status == "failed"
-    assert a.pending_count == 0
-
-
-async def test_an_event_that_landed_before_the_wait_is_read_from_redis(
-    make_registry: MakeRegistry,
-) -> None:
-    b = await make_registry()
-    await b.resolve(completed("p-early"))
-    a = await make_registry()  # started after the publish: only the key can tell it
-    assert await a.wait("p-early", timeout=5) == completed("p-early")
-
-
-async def test_a_wait_before_start_still_finds_the_result(
-    redis_url: str, redis_prefix: str, make_registry: MakeRegistry
-) -> None:
-    b = await make_registry()
-    await b.resolve(completed("p-1"))
-    async with RedisRegistry(redis_url, prefix=redis_prefix) as fresh:
-        assert await fresh.wait("p-1", timeout=5) == completed("p-1")
-    lazy = RedisRegistry(redis_url, prefix=redis_prefix)
-    try:
-        assert not lazy.healthy  # nothing started it yet
-        assert await lazy.wait("p-1", timeout=5) == completed("p-1")  # wait() starts it
-    finally:
-        await lazy.close()
-
-
-async def test_many_waiters_early_and_late_events(make_registry: MakeRegistry) -> None:
-    a, b = await make_registry(), await make_registry()
-    ids = [f"p-{n}" for n in range(2000)]
-    await asyncio.gather(*(b.resolve(completed(pid)) for pid in ids[:1000]))
-    tasks = [asyncio.create_task(a.wait(pid, timeout=20)) for pid in ids]
-    await asyncio.sleep(0.05)
-    await asyncio.gather(*(b.resolve(completed(pid)) for pid in ids[1000:]))
-    assert [e.process_id for e in await asyncio.gather(*tasks)] == ids
-
-
-async def test_the_first_event_wins_across_instances(make_registry: MakeRegistry) -> None:
-    a, b, c = await make_registry(), await make_registry(), await make_registry()
-    await b.resolve(completed("p-1", src="first"))
-    await c.resolve(completed("p-1", src="second"))
-    await c.resolve(completed("p-1", status="failed"))
-    assert (await a.wait("p-1", timeout=5)).final_assets[0].src == "first"
-    assert (await c.wait("p-1", timeout=5)).final_assets[0].src == "first"
-
-
-async def test_one_subscription_per_instance_however_many_wait(
+async def test_each_instance_holds_one_pubsub_subscription(
     make_registry: MakeRegistry, redis_prefix: str, raw_redis: redis.asyncio.Redis
 ) -> None:
     channel = f"{redis_prefix}results"
@@ -178,44 +102,6 @@ async def test_result_keys_are_under_the_prefix_and_expire(
     keys = [k async for k in raw_redis.scan_iter(match=f"{redis_prefix}*")]
     assert keys == [f"{redis_prefix}result:p-1".encode()]
     assert 110_000 < await raw_redis.pttl(keys[0]) <= 120_000
-
-
-async def test_timeouts_and_cancellation_leave_no_local_waiters(
-    make_registry: MakeRegistry,
-) -> None:
-    registry = await make_registry()
-    slow = asyncio.create_task(registry.wait("p-1", timeout=10))
-    cancelled = asyncio.create_task(registry.wait("p-1", timeout=10))
-    with pytest.raises(WaitTimeoutError):
-        await registry.wait("p-1", timeout=0.05)
-    cancelled.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await cancelled
-    assert registry.pending_count == 1
-    await registry.resolve(completed("p-1"))
-    assert (await slow).process_id == "p-1"
-    assert registry.pending_count == 0
-
-
-async def test_close_fails_pending_waiters_and_health_follows_state(
-    make_registry: MakeRegistry,
-) -> None:
-    registry = await make_registry()
-    assert registry.healthy
-    registry.set_healthy(False)  # this process's receiver stopped
-    assert not registry.healthy
-    registry.set_healthy(True)
-    assert registry.healthy
-    waiter = asyncio.create_task(registry.wait("p-1"))
-    await asyncio.sleep(0.01)
-    await registry.close()
-    with pytest.raises(RegistryClosedError):
-        await waiter
-    assert not registry.healthy
-    with pytest.raises(RegistryClosedError):
-        await registry.wait("p-1")
-    with pytest.raises(RegistryClosedError):
-        await registry.resolve(completed("p-1"))
 
 
 async def test_unreachable_redis_is_reported() -> None:

@@ -1,0 +1,130 @@
+"""PostgresRegistry: waiters in one process woken by resolve() in another, through a real
+PostgreSQL (results in a table, wake-ups by LISTEN/NOTIFY)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncpg
+import pytest
+from registry_contract import MakeRegistry, RegistryContract, completed
+
+from webhooks import PostgresRegistry, RegistryUnavailableError
+from webhooks._store import encode_event  # the stored form, to write a result behind its back
+
+pytestmark = pytest.mark.postgres
+
+
+class TestPostgresRegistry(RegistryContract):
+    """The shared registry's contract, on PostgreSQL (with the module's make_registry)."""
+
+
+@pytest.fixture
+async def make_registry(postgres_dsn: str, postgres_schema: str) -> AsyncIterator[MakeRegistry]:
+    """Registries on the test's schema (each one stands for another process)."""
+    made: list[PostgresRegistry] = []
+
+    async def make(*, started: bool = True, **options: Any) -> PostgresRegistry:
+        registry = PostgresRegistry(postgres_dsn, schema=postgres_schema, **options)
+        made.append(registry)
+        if started:
+            await registry.start()
+        return registry
+
+    yield make
+    for registry in made:
+        await registry.close()
+
+
+@pytest.fixture
+async def raw_postgres(postgres_dsn: str) -> AsyncIterator[asyncpg.Connection]:
+    conn = await asyncpg.connect(postgres_dsn)
+    yield conn
+    await conn.close()
+
+
+async def listeners(raw: asyncpg.Connection, name: str) -> list[int]:
+    """Server process ids of the connections named ``name`` that listen."""
+    rows = await raw.fetch(
+        "SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN%'",
+        name,
+    )
+    return [row["pid"] for row in rows]
+
+
+async def test_each_instance_listens_on_one_connection_however_many_wait(
+    postgres_dsn: str, postgres_schema: str, raw_postgres: asyncpg.Connection
+) -> None:
+    name = postgres_schema[-12:]
+    registry = PostgresRegistry(f"{postgres_dsn}?application_name={name}", schema=postgres_schema)
+    try:
+        await registry.start()
+        tasks = [asyncio.create_task(registry.wait(f"p-{n}", timeout=10)) for n in range(300)]
+        await asyncio.sleep(0.05)
+        assert len(await listeners(raw_postgres, name)) == 1
+        await asyncio.gather(*(registry.resolve(completed(f"p-{n}")) for n in range(300)))
+        assert len(await asyncio.gather(*tasks)) == 300
+    finally:
+        await registry.close()
+    assert await listeners(raw_postgres, name) == []
+
+
+async def test_a_result_stored_while_the_listener_is_down_still_arrives(
+    postgres_dsn: str, postgres_schema: str, raw_postgres: asyncpg.Connection
+) -> None:
+    name = postgres_schema[-12:]
+    registry = PostgresRegistry(f"{postgres_dsn}?application_name={name}", schema=postgres_schema)
+    try:
+        await registry.start()
+        waiter = asyncio.create_task(registry.wait("p-1", timeout=10))
+        await asyncio.sleep(0.05)
+        (pid,) = await listeners(raw_postgres, name)
+        # End the listening connection (and wait until it is gone), then store and announce the
+        # result: the notification reaches nobody; only the re-read after reconnecting finds it.
+        assert await raw_postgres.fetchval("SELECT pg_terminate_backend($1, 5000)", pid)
+        async with raw_postgres.transaction():
+            await raw_postgres.execute(
+                f'INSERT INTO "{postgres_schema}".results VALUES ($1, $2, now() + $3::interval)',
+                "p-1",
+                encode_event(completed("p-1")),
+                datetime.timedelta(minutes=1),
+            )
+            await raw_postgres.execute("SELECT pg_notify($1, 'p-1')", f"{postgres_schema}.results")
+        assert await waiter == completed("p-1")
+        assert registry.subscriptions == 2
+        assert registry.healthy
+    finally:
+        await registry.close()
+
+
+async def test_results_are_kept_for_keep_for_in_the_schema(
+    make_registry: MakeRegistry, postgres_schema: str, raw_postgres: asyncpg.Connection
+) -> None:
+    registry = await make_registry(keep_for=120)
+    await registry.resolve(completed("p-1"))
+    rows = await raw_postgres.fetch(
+        "SELECT process_id, extract(epoch FROM expires_at - now()) AS left"
+        f' FROM "{postgres_schema}".results'
+    )
+    assert [row["process_id"] for row in rows] == ["p-1"]
+    assert 110 < rows[0]["left"] <= 120
+
+
+async def test_an_expired_result_gives_way_to_a_new_one(make_registry: MakeRegistry) -> None:
+    a, b = await make_registry(keep_for=0.2), await make_registry(keep_for=0.2)
+    await a.resolve(completed("p-1", src="first"))
+    await asyncio.sleep(0.3)
+    await a.resolve(completed("p-1", src="second"))
+    assert (await b.wait("p-1", timeout=5)).final_assets[0].src == "second"
+
+
+async def test_unreachable_server_is_reported() -> None:
+    registry = PostgresRegistry("postgresql://postgres@127.0.0.1:1/test")
+    with pytest.raises(RegistryUnavailableError, match="cannot be reached"):
+        await registry.resolve(completed())
+    with pytest.raises(RegistryUnavailableError, match="is the server running"):
+        await registry.start(timeout=0.3)
+    assert registry.closed

@@ -1,0 +1,382 @@
+""":class:`PostgresInbox`: the receiver's durable inbox in a PostgreSQL table, for every process.
+
+The dedup claim is the table's unique key: a ``put`` is one ``INSERT ... ON CONFLICT`` that
+either stores the event or finds it held.  Consumers claim due rows with ``FOR UPDATE SKIP
+LOCKED``, so several processes (on several hosts) take disjoint batches without waiting for each
+other, and a claim older than ``claim_timeout`` is taken over by whoever claims next.
+
+Handlers registered with ``atomic=True`` queue their writes on a :class:`PostgresWrites`; the
+inbox runs them in the transaction that acks the entry, on the same database, only while the
+process still holds the entry (:class:`~webhooks.AtomicInbox`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+import attrs
+
+from asyncsdk import ConfigurationError
+from webhooks._postgres import _sql
+from webhooks._postgres._connect import (
+    DEFAULT_SCHEMA,
+    check_dsn,
+    check_schema,
+    create_pool,
+    ensure_schema,
+    require_asyncpg,
+    translate_errors,
+    where,
+)
+from webhooks._postgres._puts import PutBatcher, Row
+from webhooks._store import (
+    DEFAULT_CLAIM_TIMEOUT,
+    DEFAULT_DEDUP_RETENTION,
+    InboxEntry,
+    InboxError,
+    InboxUnavailableError,
+    UnknownEntryError,
+    decode_event,
+    dedup_key_text,
+    encode_event,
+)
+
+if TYPE_CHECKING:
+    import asyncpg
+
+    from asyncsdk import ProcessCompleted
+
+__all__ = ["PostgresInbox", "PostgresWrites"]
+
+_PURGE_EVERY: Final = 60.0
+"""Seconds between deletions of finished rows past their retention."""
+_MAX_DELAY: Final = 10 * 365 * 86400.0
+_MAX_ID_DIGITS: Final = 18
+"""Longer digit strings cannot be a bigint id, so they are no entry of this inbox."""
+
+Step = Callable[[Any], Awaitable[object]]
+"""A write: called with the asyncpg connection, inside the transaction that acks the entry."""
+S = TypeVar("S", bound=Step)
+T = TypeVar("T")
+
+
+def _positive_seconds(_: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigurationError(
+            f"{attribute.name} must be a finite number of seconds, not {value!r}"
+        )
+    if value <= 0:
+        raise ConfigurationError(f"{attribute.name} must be more than 0 seconds, not {value!r}")
+
+
+@attrs.define(eq=False)
+class PostgresWrites:
+    """Writes an ``atomic=True`` handler queues; they run in the transaction that acks the entry.
+
+    ::
+
+        @receiver.on_completed(atomic=True)
+        async def record(event: ProcessCompleted, writes: PostgresWrites) -> None:
+            writes.execute(
+                "INSERT INTO photos (process_id, status) VALUES ($1, $2)",
+                event.process_id,
+                event.status,
+            )
+
+            @writes.run
+            async def count(conn: asyncpg.Connection) -> None:
+                await conn.execute("UPDATE totals SET done = done + 1 WHERE order_id = $1", ...)
+
+    ``execute`` queues one statement with its ``$n`` parameters; ``run`` queues an ``async``
+    function that gets the asyncpg connection inside that transaction, to read and write as it
+    needs (it must not commit, roll back or close it).  Both run in the order queued, in one
+    transaction with the ack, and only if this process still holds the entry: they commit once
+    per event, even when a process dies between the handler and the ack (the entry is handed out
+    again and its handlers run again, but the first run's writes never committed).  A write that
+    fails rolls the whole transaction back, ack included; the entry is handed out again once its
+    claim times out.
+    """
+
+    steps: list[Step] = attrs.field(factory=list, init=False)
+
+    def execute(self, query: str, *args: object) -> None:
+        """Queue one SQL statement, e.g. ``writes.execute("DELETE FROM t WHERE id = $1", 7)``."""
+        if not isinstance(query, str) or not query.strip():
+            raise ConfigurationError(f"a SQL statement must be a non-empty str, not {query!r}")
+
+        async def statement(conn: Any) -> object:
+            return await conn.execute(query, *args)
+
+        self.steps.append(statement)
+
+    def run(self, step: S) -> S:
+        """Queue ``async def step(conn)``, called inside the ack's transaction; returns ``step``
+        (so it serves as a decorator)."""
+        if not callable(step):
+            raise ConfigurationError(f"run takes an async function of the connection, not {step!r}")
+        self.steps.append(step)
+        return step
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+
+@attrs.define(eq=False, repr=False)
+class PostgresInbox:
+    """An :class:`~webhooks.Inbox` in PostgreSQL, shared by every process using the same schema.
+
+    ::
+
+        inbox = PostgresInbox("postgresql://app@db.internal/app", schema="webhooks")
+        receiver = WebhookReceiver(..., inbox=inbox)
+
+    The inbox opens a pool on ``dsn`` at its first use and closes it in ``close``; the schema and
+    its tables are created then if they do not exist.  A finished event's row (without its bodies)
+    holds its dedup key ``retention`` seconds after the ack, then it is deleted.
+    """
+
+    dsn: str = attrs.field(converter=check_dsn)
+    schema: str = attrs.field(default=DEFAULT_SCHEMA, kw_only=True, converter=check_schema)
+    claim_timeout: float = attrs.field(
+        default=DEFAULT_CLAIM_TIMEOUT, kw_only=True, validator=_positive_seconds
+    )
+    """Seconds after which a claim that was not extended counts as abandoned."""
+    retention: float = attrs.field(
+        default=DEFAULT_DEDUP_RETENTION, kw_only=True, validator=_positive_seconds
+    )
+    """Seconds a finished event's dedup key is kept after its ack."""
+    _statements: _sql.InboxSQL = attrs.field(init=False)
+    _pool: asyncpg.Pool | None = attrs.field(default=None, init=False)
+    _puts: PutBatcher = attrs.field(init=False)
+    _opening: asyncio.Lock = attrs.field(factory=asyncio.Lock, init=False)
+    _closed: bool = attrs.field(default=False, init=False)
+    _next_purge: float = attrs.field(default=0.0, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        require_asyncpg()
+        self._statements = _sql.InboxSQL(self.schema)
+        self._puts = PutBatcher(self._store)
+
+    def __repr__(self) -> str:
+        return f"PostgresInbox({where(self.dsn)!r}, schema={self.schema!r})"
+
+    # -- the Inbox contract -----------------------------------------------------------------
+
+    async def put(self, event: ProcessCompleted, raw: bytes) -> bool:
+        """Claim the event's dedup key and store it, committed on return (puts made at the same
+        time share one statement and one commit: see :mod:`webhooks._postgres._puts`)."""
+        self._check_open()
+        with translate_errors(InboxUnavailableError, InboxError, "inbox put", self.dsn):
+            return await self._puts.put((dedup_key_text(event), encode_event(event), bytes(raw)))
+
+    async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
+        """Due entries, oldest first, and those whose claim lapsed."""
+        consumer = _check_consumer(consumer)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ConfigurationError(f"limit must be an int of 0 or more, not {limit!r}")
+        if limit == 0:
+            return []
+        await self._maybe_purge()
+        rows = await self._call(
+            "claim",
+            lambda pool: pool.fetch(
+                self._statements.claim, consumer, limit, float(self.claim_timeout)
+            ),
+        )
+        return sorted((_entry(row) for row in rows), key=lambda entry: int(entry.id))
+
+    async def extend(self, consumer: str, entry_ids: Sequence[str]) -> None:
+        consumer = _check_consumer(consumer)
+        ids = _ids(entry_ids)
+        if ids:
+            await self._call(
+                "extend", lambda pool: pool.execute(self._statements.extend, consumer, ids)
+            )
+
+    async def ack(self, entry_id: str) -> None:
+        await self.ack_many((entry_id,))
+
+    async def ack_many(self, entry_ids: Sequence[str]) -> None:
+        """:meth:`ack` for every id, in one statement."""
+        ids = _ids(entry_ids)
+        if ids:
+            await self._call("ack", lambda pool: pool.execute(self._statements.ack, ids))
+
+    def new_writes(self) -> PostgresWrites:
+        """An empty :class:`PostgresWrites` for the ``atomic=True`` handlers of one entry."""
+        return PostgresWrites()
+
+    async def ack_with(
+        self, entry_id: str, consumer: str, writes: Sequence[PostgresWrites]
+    ) -> bool:
+        """Run the ``writes`` (in order) and ack the entry in one transaction, if ``consumer``
+        still holds it; ``False`` (and nothing written) if it does not."""
+        consumer = _check_consumer(consumer)
+        steps: list[Step] = []
+        for buffer in writes:
+            if not isinstance(buffer, PostgresWrites):
+                raise ConfigurationError(
+                    f"PostgresInbox.ack_with takes PostgresWrites from new_writes(), not {buffer!r}"
+                )
+            steps.extend(buffer.steps)
+        ids = _ids((entry_id,))
+        if not ids:
+            return False
+        with translate_errors(InboxUnavailableError, InboxError, "inbox ack_with", self.dsn):
+            pool = await self._ready_pool()
+            async with pool.acquire() as conn, conn.transaction():
+                # Locks the row: nobody takes the entry over until this transaction ends.
+                if await conn.fetchval(self._statements.hold, ids[0], consumer) is None:
+                    return False
+                for step in steps:
+                    await step(conn)
+                await conn.execute(self._statements.ack, ids)
+        return True
+
+    async def retry_later(self, entry_id: str, error: str, delay: float) -> None:
+        if isinstance(delay, bool) or not isinstance(delay, int | float) or not delay >= 0:
+            raise ConfigurationError(f"delay must be 0 or more seconds, not {delay!r}")
+        ids = _ids((entry_id,))
+        if ids:
+            seconds = float(min(delay, _MAX_DELAY))
+            await self._call(
+                "retry_later",
+                lambda pool: pool.execute(
+                    self._statements.retry_later, ids[0], str(error), seconds
+                ),
+            )
+
+    async def dead_letter(self, entry_id: str, error: str) -> None:
+        ids = _ids((entry_id,))
+        if ids:
+            await self._call(
+                "dead_letter",
+                lambda pool: pool.execute(self._statements.dead_letter, ids[0], str(error)),
+            )
+
+    async def dead_letters(self, limit: int = 1000) -> list[InboxEntry]:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ConfigurationError(f"limit must be an int of 0 or more, not {limit!r}")
+        if limit == 0:
+            return []
+        rows = await self._call(
+            "dead_letters", lambda pool: pool.fetch(self._statements.dead_letters, limit)
+        )
+        return [_entry(row) for row in rows]
+
+    async def replay(self, entry_id: str) -> None:
+        ids = _ids((entry_id,))
+        if (
+            not ids
+            or await self._call(
+                "replay", lambda pool: pool.fetchval(self._statements.replay, ids[0])
+            )
+            is None
+        ):
+            raise UnknownEntryError(
+                f"no dead letter with id {entry_id!r} in the inbox in schema {self.schema!r};"
+                " list them with dead_letters()"
+            )
+
+    async def pending_count(self) -> int:
+        return int(
+            await self._call(
+                "pending_count", lambda pool: pool.fetchval(self._statements.pending_count)
+            )
+        )
+
+    async def check(self) -> None:
+        await self._call("check", lambda pool: pool.fetch(self._statements.check))
+
+    async def close(self) -> None:
+        """Close the pool.  Entries stay in the database."""
+        if self._closed:
+            return
+        self._closed = True
+        async with self._opening:  # an opening under way finishes first
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    # -- internals ------------------------------------------------------------------------------
+
+    async def _store(self, rows: Sequence[Row]) -> set[str]:
+        """Store rows of distinct keys in one statement; the keys stored (the rest are held)."""
+        pool = await self._ready_pool()
+        stored = await pool.fetch(
+            self._statements.put,
+            [row[0] for row in rows],
+            [row[1] for row in rows],
+            [row[2] for row in rows],
+            float(self.retention),
+        )
+        return {record[0] for record in stored}
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InboxUnavailableError(
+                "the PostgreSQL inbox is closed; create a new PostgresInbox to use it again"
+            )
+
+    async def _ready_pool(self) -> asyncpg.Pool:
+        """The pool, opened (and the schema made) by the first caller."""
+        self._check_open()
+        if self._pool is None:
+            async with self._opening:
+                self._check_open()
+                if self._pool is None:
+                    pool = await create_pool(self.dsn)
+                    try:
+                        await ensure_schema(pool, self.schema)
+                    except BaseException:
+                        pool.terminate()
+                        raise
+                    self._pool = pool
+        return self._pool
+
+    async def _call(self, what: str, op: Callable[[asyncpg.Pool], Awaitable[T]]) -> T:
+        """``op`` on the pool, with asyncpg's errors turned into the inbox's."""
+        with translate_errors(InboxUnavailableError, InboxError, f"inbox {what}", self.dsn):
+            return await op(await self._ready_pool())
+
+    async def _maybe_purge(self) -> None:
+        now = asyncio.get_running_loop().time()
+        if now < self._next_purge:
+            return
+        self._next_purge = now + _PURGE_EVERY
+        await self._call(
+            "purge", lambda pool: pool.execute(self._statements.purge, float(self.retention))
+        )
+
+
+def _entry(row: asyncpg.Record) -> InboxEntry:
+    entry_id, event, raw, attempts, last_error, received_at = row
+    return InboxEntry(
+        id=str(entry_id),
+        event=decode_event(event),
+        raw=bytes(raw),
+        attempts=int(attempts),
+        last_error=last_error,
+        received_at=float(received_at),
+    )
+
+
+def _ids(entry_ids: Sequence[str]) -> list[int]:
+    """The ids that can be rows of the table (ids of other backends are no entry here)."""
+    return [
+        int(entry_id)
+        for entry_id in entry_ids
+        if isinstance(entry_id, str)
+        and entry_id.isascii()
+        and entry_id.isdigit()
+        and len(entry_id) <= _MAX_ID_DIGITS
+    ]
+
+
+def _check_consumer(consumer: object) -> str:
+    if not isinstance(consumer, str) or not consumer:
+        raise ConfigurationError(f"consumer must be a non-empty str, not {consumer!r}")
+    return consumer

@@ -1,0 +1,394 @@
+""":class:`PostgresRegistry`: the waiter registry shared through PostgreSQL, woken by LISTEN/NOTIFY.
+
+::
+
+    process A: registry.wait(pid)             process B (receiver): registry.resolve(event)
+      listens on "<schema>.results"  <─ NOTIFY pid ─  INSERT the event into <schema>.results
+      reads <schema>.results for pid                  (first wins), NOTIFY as it commits
+
+``resolve`` stores the event in the results table (the first event of a process id wins while it
+is kept) and, in the same statement, notifies the channel with the process id; the notification
+is sent when that transaction commits, so a listener that hears it finds the row.  Each instance
+listens on one dedicated connection and reads the rows of the ids its waiters want (a
+notification carries only the id: events can be larger than a notification may be).  A wait that
+starts after the event landed finds it by the same read.  When the listening connection drops,
+the instance connects again and re-reads every id still waited for, so nothing is missed while
+it was down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, Self
+
+import attrs
+
+from asyncsdk import ConfigurationError
+from webhooks._postgres import _sql
+from webhooks._postgres._connect import (
+    DEFAULT_SCHEMA,
+    check_dsn,
+    check_schema,
+    close_connection,
+    create_pool,
+    ensure_schema,
+    listen,
+    require_asyncpg,
+    translate_errors,
+    where,
+)
+from webhooks._registry import (
+    DEFAULT_KEEP_FOR,
+    Registry,
+    RegistryClosedError,
+    RegistryStats,
+    RegistryUnavailableError,
+)
+from webhooks._store import decode_event, encode_event
+
+if TYPE_CHECKING:
+    import asyncpg
+
+    from asyncsdk import ProcessCompleted
+
+__all__ = ["PostgresRegistry"]
+
+logger = logging.getLogger("webhooks.postgres")
+
+_READ_CHUNK: Final = 1000
+"""Process ids per read."""
+_LOCAL_KEEP_FOR: Final = 30.0
+"""Seconds an event read is kept in memory (covers a wait racing a read)."""
+_MAX_BACKOFF: Final = 5.0
+_CLOSE_TIMEOUT: Final = 5.0
+"""Seconds close() waits for its tasks and then for its connections before moving on."""
+_PURGE_EVERY: Final = 60.0
+"""Seconds between deletions of expired results."""
+_POOL_SIZE: Final = 4
+
+
+def _check_seconds(_: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigurationError(
+            f"{attribute.name} must be a finite number of seconds, not {value!r}"
+        )
+    if value <= 0:
+        raise ConfigurationError(f"{attribute.name} must be more than 0 seconds, not {value!r}")
+
+
+@attrs.define(eq=False, repr=False)
+class PostgresRegistry:
+    """A waiter registry shared by every process using the same PostgreSQL database and schema.
+
+    Same API as :class:`~webhooks.Registry`: ``wait`` (the client's ``ResultWaiter``), ``resolve``
+    and ``set_healthy`` (the receiver's sink), ``close`` / ``async with``.  A waiter in one process
+    is woken by a ``resolve`` in any other::
+
+        async with PostgresRegistry("postgresql://app@db.internal/app") as registry:
+            event = await registry.wait(process_id, timeout=600)
+
+    Each instance holds one listening connection and a small pool, however many coroutines wait.
+    Results are kept in the database for ``keep_for`` seconds (the first event of a process id
+    wins), so a wait that starts late still finds them.
+    """
+
+    dsn: str = attrs.field(converter=check_dsn)
+    schema: str = attrs.field(default=DEFAULT_SCHEMA, kw_only=True, converter=check_schema)
+    keep_for: float = attrs.field(default=DEFAULT_KEEP_FOR, kw_only=True, validator=_check_seconds)
+    """Seconds a result stays in the database for waiters that start after it landed."""
+    ping_interval: float = attrs.field(default=10.0, kw_only=True, validator=_check_seconds)
+    """Seconds between checks of the listening connection; one unanswered for that long and the
+    connection is dropped and made again."""
+    _statements: _sql.RegistrySQL = attrs.field(init=False)
+    _channel: str = attrs.field(init=False)
+    _local: Registry = attrs.field(init=False)
+    _pool: asyncpg.Pool | None = attrs.field(default=None, init=False)
+    _opening: asyncio.Lock = attrs.field(factory=asyncio.Lock, init=False)
+    _tasks: list[asyncio.Task[None]] = attrs.field(factory=list, init=False)
+    _live: asyncio.Event | None = attrs.field(default=None, init=False)
+    _to_read: set[str] = attrs.field(factory=set, init=False)
+    _read_wanted: asyncio.Event | None = attrs.field(default=None, init=False)
+    _fed: bool = attrs.field(default=True, init=False)
+    _closed: bool = attrs.field(default=False, init=False)
+    _subscriptions: int = attrs.field(default=0, init=False)
+    _next_purge: float = attrs.field(default=0.0, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        require_asyncpg()
+        self._statements = _sql.RegistrySQL(self.schema)
+        self._channel = _sql.channel(self.schema)
+        self._local = Registry(keep_for=min(_LOCAL_KEEP_FOR, self.keep_for), healthy=True)
+        self._local._on_new_id = self._want_read
+
+    def __repr__(self) -> str:
+        return f"PostgresRegistry({where(self.dsn)!r}, schema={self.schema!r})"
+
+    # -- ResultWaiter -------------------------------------------------------------------------
+
+    @property
+    def healthy(self) -> bool:
+        """True while the listening connection is live, the registry open, and no receiver of
+        this process has reported itself stopped (``set_healthy(False)``)."""
+        return not self._closed and self._fed and self._live is not None and self._live.is_set()
+
+    async def wait(self, process_id: str, *, timeout: float | None = None) -> ProcessCompleted:
+        """Return the event of ``process_id`` as soon as any process resolves it.
+
+        Raises :class:`~asyncsdk.WaitTimeoutError` (a ``TimeoutError``) when ``timeout`` passes
+        first and :class:`~webhooks.RegistryClosedError` when the registry is or gets closed.
+        The server being briefly unreachable does not fail a wait: results are re-read on
+        reconnect.
+        """
+        if self._closed:
+            raise RegistryClosedError(
+                f"the registry was closed; cannot wait for process {process_id!r}"
+            )
+        self._ensure_started()
+        return await self._local.wait(process_id, timeout=timeout)
+
+    # -- sink ---------------------------------------------------------------------------------
+
+    def set_healthy(self, healthy: bool) -> None:
+        """Record whether the receiver of this process runs; starts listening if it does."""
+        self._fed = bool(healthy)
+        if healthy:
+            with contextlib.suppress(RuntimeError):  # no running loop: start() or wait() will
+                self._ensure_started()
+
+    async def resolve(self, event: ProcessCompleted) -> None:
+        """Store the event under its process id (first wins) and notify every instance.
+
+        Raises :class:`RegistryUnavailableError` when the server cannot be reached, so the
+        receiver retries the event later.
+        """
+        if self._closed:
+            raise RegistryClosedError(
+                f"the registry was closed; cannot publish the event of {event.process_id!r}"
+            )
+        with translate_errors(
+            RegistryUnavailableError, RegistryUnavailableError, "registry resolve", self.dsn
+        ):
+            pool = await self._ready_pool()
+            stored = await pool.fetchval(
+                self._statements.resolve,
+                event.process_id,
+                encode_event(event),
+                float(self.keep_for),
+                self._channel,
+            )
+            await self._maybe_purge(pool)
+        if stored:
+            self._local.resolve_nowait(event)  # no need to wait for our own notification
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self, *, timeout: float = 10.0) -> None:
+        """Listen now and wait until the listening connection is live.
+
+        Raises :class:`RegistryUnavailableError` (after closing the registry) if the server does
+        not answer within ``timeout`` seconds.
+        """
+        if self._closed:
+            raise RegistryClosedError("the registry was closed; create a new one")
+        live = self._ensure_started()
+        try:
+            async with asyncio.timeout(timeout):
+                await live.wait()
+        except TimeoutError:
+            await self.close()
+            raise RegistryUnavailableError(
+                f"could not listen on {self._channel!r} on PostgreSQL at {where(self.dsn)}"
+                f" within {timeout} s; is the server running?"
+            ) from None
+
+    async def close(self) -> None:
+        """Stop listening, fail pending waiters with RegistryClosedError, release connections."""
+        if self._closed:
+            return
+        self._closed = True
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            _, stuck = await asyncio.wait(tasks, timeout=_CLOSE_TIMEOUT)
+            if stuck:
+                logger.warning("%d PostgreSQL registry task(s) did not stop in time", len(stuck))
+        await self._local.close()
+        async with self._opening:  # an opening under way finishes first
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            try:
+                await asyncio.wait_for(pool.close(), timeout=_CLOSE_TIMEOUT)
+            except TimeoutError:
+                pool.terminate()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # -- introspection ------------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def pending_count(self) -> int:
+        """Coroutines of this process currently inside :meth:`wait`."""
+        return self._local.pending_count
+
+    @property
+    def stats(self) -> RegistryStats:
+        """What this process holds in memory (events read recently are kept a few seconds)."""
+        return self._local.stats
+
+    @property
+    def subscriptions(self) -> int:
+        """How many times the listening connection was made (1 + the reconnects so far)."""
+        return self._subscriptions
+
+    # -- background work ----------------------------------------------------------------------
+
+    async def _ready_pool(self) -> asyncpg.Pool:
+        """The pool for resolves and reads, opened (and the schema made) by the first caller."""
+        if self._pool is None:
+            async with self._opening:
+                if self._closed:
+                    raise RegistryClosedError("the registry was closed; create a new one")
+                if self._pool is None:
+                    pool = await create_pool(self.dsn, max_size=_POOL_SIZE)
+                    try:
+                        await ensure_schema(pool, self.schema)
+                    except BaseException:
+                        pool.terminate()
+                        raise
+                    self._pool = pool
+        return self._pool
+
+    async def _maybe_purge(self, pool: asyncpg.Pool) -> None:
+        now = asyncio.get_running_loop().time()
+        if now >= self._next_purge:
+            self._next_purge = now + _PURGE_EVERY
+            await pool.execute(self._statements.purge)
+
+    def _ensure_started(self) -> asyncio.Event:
+        if self._live is None or self._read_wanted is None:
+            self._live = asyncio.Event()
+            self._read_wanted = asyncio.Event()
+            if self._to_read:
+                self._read_wanted.set()
+            self._tasks = [
+                asyncio.create_task(self._listen(), name=f"postgres-registry-listen {self.schema}"),
+                asyncio.create_task(self._read(), name=f"postgres-registry-read {self.schema}"),
+            ]
+        return self._live
+
+    def _want_read(self, process_id: str) -> None:
+        self._to_read.add(process_id)
+        if self._read_wanted is not None:
+            self._read_wanted.set()
+
+    def _notified(self, connection: object, pid: int, channel: str, payload: object) -> None:
+        """A notification: the process id of a stored result; read it if someone here waits."""
+        if isinstance(payload, str) and self._local.is_pending(payload):
+            self._want_read(payload)
+
+    async def _listen(self) -> None:
+        """The one listening connection: (re)connect, LISTEN, re-read pending ids, keep checking.
+
+        Each new connection re-reads every id still waited for, which covers the notifications
+        sent while there was none.
+        """
+        assert self._live is not None
+        backoff = 0.05
+        while True:
+            conn: asyncpg.Connection | None = None
+            try:
+                await self._ready_pool()  # the schema exists before the first read
+                conn, lost = await listen(self.dsn, self._channel, self._notified)
+                self._subscriptions += 1
+                self._live.set()
+                backoff = 0.05
+                for process_id in self._local.pending_ids():
+                    self._want_read(process_id)
+                await self._keep_checking(conn, lost)
+            except RegistryClosedError:
+                return  # closed while the pool was being opened
+            except Exception as exc:  # asyncpg raises many types; all mean "connect again"
+                self._live.clear()
+                logger.warning(
+                    "listening on %s lost (%r); connecting again in %.2f s",
+                    self._channel,
+                    exc,
+                    backoff,
+                )
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, _MAX_BACKOFF)
+            finally:
+                if conn is not None:
+                    await close_connection(conn)
+
+    async def _keep_checking(self, conn: asyncpg.Connection, lost: asyncio.Event) -> None:
+        """Raise once the listening connection is lost: at once when the server ends it, else
+        when a round trip, made after each ``ping_interval`` of quiet, goes unanswered for as long
+        (a dead network ends nothing by itself)."""
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.ping_interval):
+                    await lost.wait()
+            if lost.is_set():
+                raise ConnectionError("the server closed the listening connection")
+            async with asyncio.timeout(self.ping_interval):
+                await conn.fetchval("SELECT 1")
+
+    async def _read(self) -> None:
+        """Read the results of newly pending ids in batches (one query per chunk)."""
+        assert self._read_wanted is not None
+        backoff = 0.05
+        while True:
+            await self._read_wanted.wait()
+            self._read_wanted.clear()
+            wanted, self._to_read = self._to_read, set()
+            ids = [pid for pid in wanted if self._local.is_pending(pid)]
+            try:
+                await self._read_results(ids)
+            except RegistryClosedError:
+                return  # closed while the pool was being opened
+            except Exception as exc:  # see _listen; the ids are read again after a pause
+                self._to_read.update(ids)
+                logger.warning("reading results failed (%r); again in %.2f s", exc, backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, _MAX_BACKOFF)
+                self._read_wanted.set()
+            else:
+                backoff = 0.05
+
+    async def _read_results(self, ids: list[str]) -> None:
+        if not ids:
+            return
+        pool = await self._ready_pool()
+        for start in range(0, len(ids), _READ_CHUNK):
+            for row in await pool.fetch(self._statements.read, ids[start : start + _READ_CHUNK]):
+                self._deliver(row[0])
+
+    def _deliver(self, payload: Any) -> None:
+        try:
+            event = decode_event(payload)
+        except Exception:  # a row written by something else: a decode error of any kind
+            logger.warning(
+                "ignoring an undecodable result in schema %s", self.schema, exc_info=True
+            )
+            return
+        self._local.resolve_nowait(event)

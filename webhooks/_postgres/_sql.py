@@ -1,0 +1,152 @@
+"""The SQL of the PostgreSQL backends: the schema, and every statement the inbox and registry run.
+
+All in one schema (``webhooks`` unless configured): the inbox table, whose unique ``dedup_key``
+is the dedup claim, and the registry's results table.  Times are the server's clock, so that
+processes on several hosts agree on what is due and which claims have lapsed.  Statements take
+their values as parameters; only the schema name (checked, then quoted) is put into the text.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["LOCK_SCHEMA", "InboxSQL", "RegistrySQL", "channel", "schema_ddl"]
+
+PENDING: Final = "pending"
+DONE: Final = "done"
+DEAD: Final = "dead"
+
+LOCK_SCHEMA: Final = "SELECT pg_advisory_xact_lock(hashtext($1))"
+
+
+def _quoted(schema: str) -> str:
+    return '"' + schema.replace('"', '""') + '"'
+
+
+def schema_ddl(schema: str) -> str:
+    s = _quoted(schema)
+    return f"""
+CREATE SCHEMA IF NOT EXISTS {s};
+CREATE TABLE IF NOT EXISTS {s}.inbox (
+    id bigserial PRIMARY KEY,
+    dedup_key text NOT NULL UNIQUE,
+    event bytea NOT NULL,
+    raw bytea NOT NULL,
+    state text NOT NULL DEFAULT '{PENDING}',
+    attempts integer NOT NULL DEFAULT 0,
+    last_error text,
+    received_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    due_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    claimed_by text,
+    claimed_at timestamptz,
+    finished_at timestamptz
+);
+CREATE INDEX IF NOT EXISTS inbox_due ON {s}.inbox (due_at, id) WHERE state = '{PENDING}';
+CREATE INDEX IF NOT EXISTS inbox_dead ON {s}.inbox (id) WHERE state = '{DEAD}';
+CREATE INDEX IF NOT EXISTS inbox_done ON {s}.inbox (finished_at) WHERE state = '{DONE}';
+CREATE TABLE IF NOT EXISTS {s}.results (
+    process_id text PRIMARY KEY,
+    event bytea NOT NULL,
+    expires_at timestamptz NOT NULL
+);
+"""
+
+
+def channel(schema: str) -> str:
+    """The LISTEN/NOTIFY channel on which the registry announces results."""
+    return f"{schema}.results"
+
+
+class InboxSQL:
+    """The inbox's statements for one schema."""
+
+    def __init__(self, schema: str) -> None:
+        t = f"{_quoted(schema)}.inbox"
+        entry = "id, event, raw, attempts, last_error, extract(epoch FROM received_at)::float8"
+        # Rows of distinct keys, given as three arrays: a new key inserts; a finished key past
+        # its retention ($4 seconds) is taken again; any other held key returns no row (a
+        # duplicate).  Concurrent puts of one key wait for the first one's commit, so exactly one
+        # of them gets a row.
+        self.put = (
+            f"INSERT INTO {t} AS t (dedup_key, event, raw)"
+            " SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[])"
+            " ON CONFLICT (dedup_key) DO UPDATE SET event = EXCLUDED.event, raw = EXCLUDED.raw,"
+            f" state = '{PENDING}', attempts = 0, last_error = NULL,"
+            " received_at = clock_timestamp(), due_at = clock_timestamp(), claimed_by = NULL,"
+            " claimed_at = NULL, finished_at = NULL"
+            f" WHERE t.state = '{DONE}'"
+            " AND t.finished_at < clock_timestamp() - make_interval(secs => $4)"
+            " RETURNING dedup_key"
+        )
+        # Oldest due first; rows another consumer is claiming or acking right now are skipped
+        # rather than waited for.  A claim older than $3 seconds counts as abandoned.
+        self.claim = (
+            f"WITH due AS (SELECT id FROM {t} WHERE state = '{PENDING}'"
+            " AND due_at <= clock_timestamp() AND (claimed_by IS NULL"
+            " OR claimed_at <= clock_timestamp() - make_interval(secs => $3))"
+            " ORDER BY due_at, id LIMIT $2 FOR UPDATE SKIP LOCKED)"
+            f" UPDATE {t} AS t SET claimed_by = $1, claimed_at = clock_timestamp(),"
+            " attempts = t.attempts + 1 FROM due WHERE t.id = due.id"
+            " RETURNING t.id, t.event, t.raw, t.attempts, t.last_error,"
+            " extract(epoch FROM t.received_at)::float8"
+        )
+        # A row locked by an ack or a take-over is being settled: renewing it can wait for the
+        # next beat, and the other rows need not wait for it.
+        self.extend = (
+            f"UPDATE {t} SET claimed_at = clock_timestamp() WHERE id IN (SELECT id FROM {t}"
+            f" WHERE id = ANY($2::bigint[]) AND claimed_by = $1 AND state = '{PENDING}'"
+            " FOR UPDATE SKIP LOCKED)"
+        )
+        # The row stays, without its bodies, to hold the dedup key for the retention.
+        self.ack = (
+            f"UPDATE {t} SET state = '{DONE}', finished_at = clock_timestamp(), claimed_by = NULL,"
+            " claimed_at = NULL, event = ''::bytea, raw = ''::bytea"
+            f" WHERE id = ANY($1::bigint[]) AND state <> '{DONE}'"
+        )
+        self.hold = (
+            f"SELECT id FROM {t} WHERE id = $1 AND state = '{PENDING}' AND claimed_by = $2"
+            " FOR UPDATE"
+        )
+        self.retry_later = (
+            f"UPDATE {t} SET claimed_by = NULL, claimed_at = NULL, last_error = $2,"
+            " due_at = clock_timestamp() + make_interval(secs => $3)"
+            f" WHERE id = $1 AND state = '{PENDING}'"
+        )
+        self.dead_letter = (
+            f"UPDATE {t} SET state = '{DEAD}', claimed_by = NULL, claimed_at = NULL,"
+            " last_error = $2, finished_at = clock_timestamp()"
+            f" WHERE id = $1 AND state = '{PENDING}'"
+        )
+        self.dead_letters = f"SELECT {entry} FROM {t} WHERE state = '{DEAD}' ORDER BY id LIMIT $1"
+        self.replay = (
+            f"UPDATE {t} SET state = '{PENDING}', attempts = 0, due_at = clock_timestamp(),"
+            f" finished_at = NULL WHERE id = $1 AND state = '{DEAD}' RETURNING id"
+        )
+        self.pending_count = f"SELECT count(*) FROM {t} WHERE state = '{PENDING}'"
+        self.check = f"SELECT 1 FROM {t} LIMIT 1"
+        self.purge = (
+            f"DELETE FROM {t} WHERE state = '{DONE}'"
+            " AND finished_at < clock_timestamp() - make_interval(secs => $1)"
+        )
+
+
+class RegistrySQL:
+    """The registry's statements for one schema."""
+
+    def __init__(self, schema: str) -> None:
+        t = f"{_quoted(schema)}.results"
+        # The first event of a process id wins while it is kept ($3 seconds); when it is stored,
+        # its process id is announced on the channel ($4) as the transaction commits.
+        self.resolve = (
+            f"WITH stored AS (INSERT INTO {t} AS r (process_id, event, expires_at)"
+            " VALUES ($1, $2, clock_timestamp() + make_interval(secs => $3))"
+            " ON CONFLICT (process_id) DO UPDATE SET event = EXCLUDED.event,"
+            " expires_at = EXCLUDED.expires_at WHERE r.expires_at <= clock_timestamp()"
+            " RETURNING process_id)"
+            " SELECT count(*) FROM stored, LATERAL pg_notify($4, stored.process_id)"
+        )
+        self.read = (
+            f"SELECT event FROM {t} WHERE process_id = ANY($1::text[])"
+            " AND expires_at > clock_timestamp()"
+        )
+        self.purge = f"DELETE FROM {t} WHERE expires_at <= clock_timestamp()"
