@@ -77,7 +77,7 @@ async def test_stop_removes_the_files_and_a_sandbox_starts_once() -> None:
             form.add_field("asset_file", gradient_jpeg(), filename="a.jpg")
             async with s.post("/v3/order", data=form) as r:
                 assert r.status == 201
-        from asyncsdk.sandbox._app import RUNTIME
+        from asyncsdk.sandbox._http import RUNTIME
 
         root = sb.app[RUNTIME].store.root
         assert any(root.iterdir())
