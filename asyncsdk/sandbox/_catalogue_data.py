@@ -3,6 +3,21 @@
 Slugs follow the service's conventions: a widget slug is ``widget-<purpose>-<tool-slug>`` and an
 item slug is ``item-<value>-<widget-slug>``.
 
+Where each list comes from (``docs/sandbox.md`` has the same table for users):
+
+- Tool slugs, names and input slots: the spec (2.4, 4.8), plus ``tool-darkness``, the two-slot
+  tool the spec names, as the service's public MCP server (``AIHomeDesign/aihomedesign-mcp``,
+  ``app/catalog.py``) lists it.  ``tool-sky-change``, which that server reports missing upstream,
+  is left out.
+- The enhancement widgets and items, with their ``accessibleIn``, keys and types: the spec (2.5).
+- Room types, design styles, the widgets of every other tool, their items and which of them are
+  required: the MCP server's catalogue, whose style and room values it says were checked against
+  the live API.  Two of its widgets it marks required are optional here, because its own helpers
+  send processes without them and rely on the service's default: the material of wall, floor and
+  ceiling change, and the sky style of day to dusk.
+- The furniture restyle widgets keep the ``tool-furniture-restyle`` slugs (spec 2.5, 4.8;
+  decisions.md 6).
+
 ``tool-furniture-set-restyle`` (the catalogue's slug) and ``tool-furniture-restyle`` (the slug of
 the tool's own reference) are one tool: both are accepted wherever a tool slug is, the tool list
 shows the set-restyle slug, and the widgets keep the reference's ``tool-furniture-restyle`` slugs.
@@ -74,71 +89,51 @@ class _Builder:
         )
 
 
-ROOMS: Final = [
-    "living-room",
+#: Room types (MCP server: checked against the live API).
+ROOMS: Final = (
     "bedroom",
+    "living-room",
     "kitchen",
     "bathroom",
     "dining-room",
     "home-office",
-    "kids-room",
-]
-STYLES: Final = [
+    "outdoor",
+    "nursery",
+)
+#: Design styles (MCP server: checked against the live API).
+STYLES: Final = (
+    "prime",
     "modern",
-    "scandinavian",
-    "industrial",
-    "coastal",
     "farmhouse",
-    "minimalist",
-    "mid-century",
-    "luxury",
-]
+    "scandinavian",
+    "hampton",
+    "industrial",
+    "traditional",
+    "contemporary",
+)
+#: The enhancement options and the areas each is available in (spec 2.5).
+ENHANCEMENT_OPTIONS: Final = {
+    "lawn-replacement": ("outdoor",),
+    "sky-replacement": ("outdoor",),
+    "add-fire-to-fireplace": ("indoor", "outdoor"),
+    "add-screen-to-tv": ("indoor",),
+    "remove-extra-objects": ("indoor", "outdoor"),
+    "remove-minor-blemishes": ("indoor", "outdoor"),
+    "turn-on-the-light": ("indoor", "outdoor"),
+}
 
 
 def _build() -> tuple[ToolDef, ...]:
     b = _Builder()
 
-    def space(tool: str, rooms: list[str] = ROOMS, optional: bool = False) -> WidgetDef:
-        return b.widget(tool, "space", rooms, name="Room type", key="space", optional=optional)
+    def space(tool: str, rooms: tuple[str, ...] = ROOMS) -> WidgetDef:
+        return b.widget(tool, "space", list(rooms), name="Room type", key="space")
 
-    def style(tool: str, optional: bool = False) -> WidgetDef:
-        return b.widget(tool, "style", STYLES, name="Design style", key="style", optional=optional)
+    def style(tool: str) -> WidgetDef:
+        return b.widget(tool, "style", list(STYLES), name="Design style", key="style")
 
     def material(tool: str, values: list[str], name: str) -> WidgetDef:
-        return b.widget(tool, "material", values, name=name, key="material")
-
-    enh = "tool-image-enhancement"
-    area = b.widget(enh, "area", ["indoor", "outdoor"], name="Area", key="space")
-    indoor, outdoor = (i.slug for i in area.items)
-    options = b.widget(
-        enh,
-        "enhancement-options",
-        [
-            "lawn-replacement",
-            "sky-replacement",
-            "add-fire-to-fireplace",
-            "add-screen-to-tv",
-            "remove-extra-objects",
-            "remove-minor-blemishes",
-            "turn-on-the-light",
-        ],
-        name="Enhancement options",
-        key="enhancement_options",
-        optional=True,
-        multiple=True,
-        wtype="toggle",
-        default=None,
-        accessible={
-            "lawn-replacement": (outdoor,),
-            "sky-replacement": (outdoor,),
-            "add-fire-to-fireplace": (indoor, outdoor),
-            "add-screen-to-tv": (indoor,),
-            "remove-extra-objects": (indoor, outdoor),
-            "remove-minor-blemishes": (indoor, outdoor),
-            "turn-on-the-light": (indoor, outdoor),
-        },
-        related=(area.slug,),
-    )
+        return b.widget(tool, "material", values, name=name, key="material", optional=True)
 
     def tool(
         n: int,
@@ -160,10 +155,30 @@ def _build() -> tuple[ToolDef, ...]:
             aliases=aliases,
         )
 
+    enh = "tool-image-enhancement"
+    area = b.widget(enh, "area", ["indoor", "outdoor"], name="Area", key="space")
+    area_item = {i.value: i.slug for i in area.items}
+    options = b.widget(
+        enh,
+        "enhancement-options",
+        list(ENHANCEMENT_OPTIONS),
+        name="Enhancement options",
+        key="enhancement_options",
+        optional=True,
+        multiple=True,
+        wtype="toggle",
+        default=None,
+        accessible={
+            value: tuple(area_item[a] for a in areas)
+            for value, areas in ENHANCEMENT_OPTIONS.items()
+        },
+        related=(area.slug,),
+    )
+
     vs, vr, ide = "tool-virtual-staging", "tool-virtual-restaging", "tool-interior-design"
     wall, floor, ceil = "tool-wall-change", "tool-floor-change", "tool-ceiling-change"
     bs, uc, dusk = "tool-backsplash-change", "tool-under-construction", "tool-day-to-dusk"
-    mask = "tool-item-removal-mask"
+    mask, dark = "tool-item-removal-mask", "tool-darkness"
     return (
         tool(1, vs, "AI Virtual Staging", (space(vs), style(vs))),
         tool(2, vr, "AI Virtual Restaging", (space(vr), style(vr))),
@@ -185,10 +200,10 @@ def _build() -> tuple[ToolDef, ...]:
                 style(ide),
                 b.widget(
                     ide,
-                    "palette",
-                    ["warm-neutrals", "cool-greys", "earth-tones", "monochrome", "pastels"],
+                    "color",
+                    ["earthy-neutrals", "warm-tones", "cool-tones", "monochrome", "pastel"],
                     name="Colour palette",
-                    key="palette",
+                    key="color",
                     optional=True,
                 ),
             ),
@@ -206,17 +221,9 @@ def _build() -> tuple[ToolDef, ...]:
             wall,
             "AI Wall Change",
             (
+                space(wall, ("bedroom", "living-room", "kitchen", "bathroom")),
                 material(
-                    wall,
-                    [
-                        "white-paint",
-                        "sage-green-paint",
-                        "navy-paint",
-                        "exposed-brick",
-                        "wood-panelling",
-                        "floral-wallpaper",
-                    ],
-                    "Wall finish",
+                    wall, ["brick-wall", "white-paint", "wallpaper", "concrete"], "Wall finish"
                 ),
             ),
         ),
@@ -225,17 +232,8 @@ def _build() -> tuple[ToolDef, ...]:
             floor,
             "AI Floor Change",
             (
-                material(
-                    floor,
-                    [
-                        "oak-parquet",
-                        "grey-tile",
-                        "white-marble",
-                        "polished-concrete",
-                        "beige-carpet",
-                    ],
-                    "Floor material",
-                ),
+                space(floor, ("bedroom", "living-room", "kitchen", "bathroom")),
+                material(floor, ["white-marble", "hardwood", "tile", "carpet"], "Floor material"),
             ),
         ),
         tool(
@@ -243,11 +241,8 @@ def _build() -> tuple[ToolDef, ...]:
             ceil,
             "AI Ceiling Change",
             (
-                material(
-                    ceil,
-                    ["white-paint", "wood-beams", "coffered", "exposed-concrete"],
-                    "Ceiling finish",
-                ),
+                space(ceil, ("bedroom", "living-room", "kitchen")),
+                material(ceil, ["wooden-ceiling", "white-paint", "coffered"], "Ceiling finish"),
             ),
         ),
         tool(
@@ -255,22 +250,17 @@ def _build() -> tuple[ToolDef, ...]:
             bs,
             "AI Backsplash Change",
             (
-                space(bs, ["kitchen", "bathroom"]),
-                material(
+                space(bs, ("kitchen", "bathroom")),
+                b.widget(
                     bs,
-                    [
-                        "grey-marble",
-                        "subway-tile",
-                        "white-marble",
-                        "herringbone-tile",
-                        "glass-mosaic",
-                        "terracotta",
-                    ],
-                    "Backsplash material",
+                    "material",
+                    ["grey-marble", "subway-tile", "mosaic", "white-marble"],
+                    name="Backsplash material",
+                    key="material",
                 ),
             ),
         ),
-        tool(12, uc, "AI Under Construction", (space(uc), style(uc, optional=True))),
+        tool(12, uc, "AI Under Construction", (space(uc), style(uc))),
         tool(
             13,
             dusk,
@@ -278,13 +268,39 @@ def _build() -> tuple[ToolDef, ...]:
             (
                 b.widget(
                     dusk,
-                    "sky",
-                    ["blue-hour", "golden-hour", "starry-night"],
-                    name="Sky",
-                    key="sky",
+                    "sky-style",
+                    ["dusk-with-cloud", "clear-dusk", "golden-hour"],
+                    name="Sky style",
+                    key="sky_style",
                     optional=True,
                 ),
+                b.widget(
+                    dusk,
+                    "day-to-dusk-options",
+                    ["shadow-removal", "lawn-touch-up"],
+                    name="Day to dusk options",
+                    key="day_to_dusk_options",
+                    optional=True,
+                    multiple=True,
+                    wtype="toggle",
+                    default=None,
+                ),
             ),
+        ),
+        tool(
+            14,
+            dark,
+            "AI Darkness",
+            (
+                b.widget(
+                    dark,
+                    "darkness-factor",
+                    ["factor-darker", "factor-lighter"],
+                    name="Darkness factor",
+                    key="darkness_factor",
+                ),
+            ),
+            slots=(f"{dark}-input-image-before", f"{dark}-input-image-after"),
         ),
     )
 

@@ -23,6 +23,7 @@ TOOLS = {
     "tool-backsplash-change": "AI Backsplash Change",
     "tool-under-construction": "AI Under Construction",
     "tool-day-to-dusk": "AI Day to Dusk",
+    "tool-darkness": "AI Darkness",
 }
 WIDGET_FIELDS = {
     "id",
@@ -152,7 +153,7 @@ async def test_known_example_items_exist(api: aiohttp.ClientSession) -> None:
 
 
 async def test_icons_are_served(api: aiohttp.ClientSession) -> None:
-    [widget] = await widgets_of(api, "tool-day-to-dusk")
+    widget, _ = await widgets_of(api, "tool-day-to-dusk")
     icon = widget["items"][0]["iconSrc"]  # type: ignore[index]
     async with api.get(icon) as r:
         assert r.status == 200

@@ -109,7 +109,7 @@ async def test_command_line_server() -> None:
         base = line.split("serving on ")[1].split()[0]
         async with aiohttp.ClientSession() as s, s.get(f"{base}/api/tools") as r:
             assert r.status == 200
-            assert len((await r.json())["data"]) == 13
+            assert len((await r.json())["data"]) == 14
     finally:
         proc.terminate()
         assert await proc.wait() == 0  # SIGTERM stops it cleanly
