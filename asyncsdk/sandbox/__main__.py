@@ -37,6 +37,14 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         "--poll-limit", action="store_true", help="429 for a process GET within 5 s of the last"
     )
     p.add_argument("--seed", type=int, default=0, help="seed of every random choice")
+    p.add_argument(
+        "--control-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name under which the /_sandbox/ routes answer too (repeatable); they "
+        "always answer localhost and IP addresses",
+    )
     return p
 
 
@@ -50,6 +58,7 @@ def config_from_args(args: argparse.Namespace) -> SandboxConfig:
         rate_limit=args.rate_limit,
         poll_limit=args.poll_limit,
         seed=args.seed,
+        control_hosts=frozenset(args.control_host),
     )
 
 

@@ -15,6 +15,7 @@ from aiohttp import web
 
 from asyncsdk.sandbox import _api, _control
 from asyncsdk.sandbox._chaos import ChaosKind, ChaosRule
+from asyncsdk.sandbox._control import require_local
 from asyncsdk.sandbox._http import (
     RUNTIME,
     Handler,
@@ -108,6 +109,8 @@ async def edge(request: web.Request, handler: Handler) -> web.StreamResponse:
             if early is not None:
                 return early
     try:
+        if internal:
+            require_local(request, rt.config.control_hosts)
         response = await handler(request)
     except SandboxError as exc:
         response = error_response(exc.status, exc.body())

@@ -2,21 +2,25 @@
 webhook URLs, the process clock and waiting for idle.
 
 They need no API key, chaos never applies to them and they are not counted in ``stats.requests``.
+They answer local callers only (:func:`require_local`), and their bodies must be declared JSON.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
+from collections.abc import Collection
 from typing import Any
 
 import attrs
 from aiohttp import web
+from yarl import URL
 
 from asyncsdk.sandbox._http import json_body, runtime_of
 from asyncsdk.sandbox._records import SandboxError
 from asyncsdk.sandbox._runtime import Runtime
 
-__all__ = ["add_routes"]
+__all__ = ["add_routes", "require_local"]
 
 
 def _config_json(rt: Runtime) -> dict[str, Any]:
@@ -36,6 +40,84 @@ def _control_error(message: str) -> SandboxError:
     return SandboxError(400, "api_error_invalid_field", message)
 
 
+# ------------------------------------------------------------------ who may call them
+
+
+def _is_local_name(name: str, extra: Collection[str]) -> bool:
+    """``localhost``, ``*.localhost`` (RFC 6761), a loopback address, or a name of ``extra``."""
+    name = name.lower().rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    if name in {e.lower().rstrip(".") for e in extra}:
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _is_address(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def _hostname(value: str) -> str | None:
+    """The host part of a ``Host`` header or an ``Origin``, or ``None`` when it has none."""
+    try:
+        url = URL(value if "://" in value else f"http://{value}")
+    except ValueError:
+        return None
+    return url.host
+
+
+def require_local(request: web.Request, control_hosts: Collection[str]) -> None:
+    """Refuse what a web page open in the developer's browser could send to a control route.
+
+    A page of another site may POST a ``text/plain`` body to ``http://127.0.0.1:<port>`` (a
+    "simple" request needs no permission), or make its own name resolve to 127.0.0.1 and read the
+    answers (DNS rebinding).  Browsers name the page in ``Origin`` and its name in ``Host``; other
+    clients send no ``Origin`` and address the sandbox by a local name or an IP address.  So:
+    ``Host`` must be an IP address, ``localhost`` or one of ``control_hosts``, and an ``Origin``,
+    when sent, must be ``localhost``, a loopback address or one of ``control_hosts``.
+    """
+    host = _hostname(request.host)
+    if host is None or not (_is_address(host) or _is_local_name(host, control_hosts)):
+        raise SandboxError(
+            403,
+            "api_error_forbidden",
+            f"the sandbox's control routes answer only requests addressed to localhost or an IP "
+            f"address, not to {request.host!r}; add the name to the control_hosts setting "
+            "(--control-host) if the sandbox runs behind it",
+        )
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return
+    name = _hostname(origin)
+    if name is None or not _is_local_name(name, control_hosts):
+        raise SandboxError(
+            403,
+            "api_error_forbidden",
+            f"the sandbox's control routes refuse requests from web pages of other sites "
+            f"(Origin {origin!r}); call them from a test or a shell",
+        )
+
+
+async def _control_json(request: web.Request) -> Any:
+    """The JSON body of a control request, whose ``Content-Type`` must say ``application/json``
+    (a web page of another site cannot send that without the browser asking first)."""
+    if request.content_type != "application/json":
+        sent = request.headers.get("Content-Type") or "no content type"
+        raise SandboxError(
+            415,
+            "api_error_unsupported_media_type",
+            f"send the body as JSON with Content-Type: application/json, not {sent}",
+        )
+    return await json_body(request)
+
+
 async def sandbox_stats(request: web.Request) -> web.Response:
     return web.json_response(runtime_of(request).stats.wire())
 
@@ -46,7 +128,7 @@ async def sandbox_get_config(request: web.Request) -> web.Response:
 
 async def sandbox_patch_config(request: web.Request) -> web.Response:
     rt = runtime_of(request)
-    body = await json_body(request)
+    body = await _control_json(request)
     if not isinstance(body, dict):
         raise _control_error("send a JSON object of settings to change")
     try:
@@ -58,7 +140,7 @@ async def sandbox_patch_config(request: web.Request) -> web.Response:
 
 async def sandbox_add_chaos(request: web.Request) -> web.Response:
     rt = runtime_of(request)
-    body = await json_body(request)
+    body = await _control_json(request)
     if not isinstance(body, dict):
         raise _control_error("send a JSON object describing the chaos rule")
     allowed = {"method", "path", "kind", "status", "times", "probability", "retry_after", "delay"}
@@ -85,7 +167,7 @@ async def sandbox_clear_chaos(request: web.Request) -> web.Response:
 
 async def sandbox_add_webhook(request: web.Request) -> web.Response:
     rt = runtime_of(request)
-    body = await json_body(request)
+    body = await _control_json(request)
     url = body.get("url") if isinstance(body, dict) else None
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         raise _control_error('send {"url": "https://..."} (http is accepted by the sandbox)')
