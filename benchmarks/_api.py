@@ -104,7 +104,7 @@ async def _create_order(request: web.Request) -> web.Response:
 
 
 def _catalogue_routes(app: web.Application) -> None:
-    from asyncsdk.sandbox._catalogue import CATALOGUE
+    from asyncsdk.sandbox._catalogue_data import CATALOGUE
 
     tools = json.dumps({"data": [tool.wire() for tool in CATALOGUE.tools]}).encode()
 

@@ -65,7 +65,7 @@ def demo_jobs() -> tuple[JobSpec, ...]:
         JobSpec(
             photo=samples.path("exterior.jpg"),
             tool=ToolSlug.DAY_TO_DUSK,
-            widgets={"sky": "golden-hour"},
+            widgets={"sky_style": "golden-hour"},
         ),
     )
 

@@ -113,7 +113,7 @@ async def until_stopped() -> None:
 
 async def run_sandbox(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    async with Sandbox(config, host=args.host, port=args.port) as sandbox:
+    async with Sandbox(config, host=args.host, port=args.port, port_file=args.port_file) as sandbox:
         url, key = sandbox.base_url, sandbox.api_key
         print(f"sandbox serving on {url}")
         print(f"  API key: {key}")

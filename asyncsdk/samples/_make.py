@@ -1,265 +1,67 @@
 """Draw the bundled sample photos: ``python -m asyncsdk.samples._make`` rewrites the JPEGs.
 
 Plain Pillow drawing, no randomness: three empty rooms in one-point perspective (walls, floor,
-ceiling, window, door) and a house front (sky, roof, facade, lawn).  Each is 640 x 427 pixels and
-a few tens of kilobytes.  The committed JPEGs are the output of this script.
+ceiling, window, door) and a house front (sky, roof, facade, lawn), composed from the drawing kit
+in :mod:`asyncsdk.samples._scene`.  Each is 640 x 427 pixels and a few tens of kilobytes.  The
+committed JPEGs are the output of this script.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
 from PIL import Image, ImageDraw, ImageFilter
 
 from asyncsdk.samples import BOX_DRAWN, NAMES
+from asyncsdk.samples._scene import (
+    BACK,
+    SIZE,
+    H,
+    W,
+    back_wall,
+    back_window,
+    ceiling_light,
+    fill,
+    frame,
+    gradient,
+    left_wall,
+    left_window,
+    lerp,
+    mix,
+    planks,
+    right_door,
+    right_wall,
+    room,
+    tiles,
+)
 
-__all__ = ["SIZE", "draw_all", "main"]
-
-SIZE: Final = (640, 427)
-W, H = SIZE
-RGB = tuple[int, int, int]
-Point = tuple[float, float]
-
-# One-point perspective: the back wall and the vanishing point (eye height).
-BACK: Final = (190.0, 112.0, 450.0, 282.0)  # x0, y0, x1, y1
-VP: Final = (320.0, 205.0)
-
-
-def _lerp(a: float, b: float, t: float) -> float:
-    return a + (b - a) * t
-
-
-def _mix(a: RGB, b: RGB, t: float) -> RGB:
-    return (round(_lerp(a[0], b[0], t)), round(_lerp(a[1], b[1], t)), round(_lerp(a[2], b[2], t)))
-
-
-def _gradient(
-    size: tuple[int, int], top: RGB, bottom: RGB, *, vertical: bool = True
-) -> Image.Image:
-    """A linear gradient image (top to bottom, or left to right)."""
-    w, h = size
-    steps = h if vertical else w
-    strip = Image.new("RGB", (1, steps) if vertical else (steps, 1))
-    for i in range(steps):
-        colour = _mix(top, bottom, i / max(1, steps - 1))
-        strip.putpixel((0, i) if vertical else (i, 0), colour)
-    return strip.resize((w, h))
-
-
-def _fill(
-    img: Image.Image, polygon: Sequence[Point], top: RGB, bottom: RGB, *, vertical: bool = True
-) -> None:
-    """Fill ``polygon`` with a gradient running over the whole canvas."""
-    mask = Image.new("L", img.size, 0)
-    ImageDraw.Draw(mask).polygon(list(polygon), fill=255)
-    img.paste(_gradient(img.size, top, bottom, vertical=vertical), (0, 0), mask)
-
-
-def _left_wall(x: float, f: float) -> Point:
-    """A point of the left wall: ``x`` from 0 (near) to BACK[0] (far), ``f`` from ceiling (0) to
-    floor (1)."""
-    t = x / BACK[0]
-    top = _lerp(0, BACK[1], t)
-    bottom = _lerp(H, BACK[3], t)
-    return (x, _lerp(top, bottom, f))
-
-
-def _right_wall(x: float, f: float) -> Point:
-    t = (W - x) / (W - BACK[2])
-    top = _lerp(0, BACK[1], t)
-    bottom = _lerp(H, BACK[3], t)
-    return (x, _lerp(top, bottom, f))
-
-
-def _back_wall(u: float, f: float) -> Point:
-    """A point of the back wall, ``u`` from its left (0) to its right (1)."""
-    return (_lerp(BACK[0], BACK[2], u), _lerp(BACK[1], BACK[3], f))
-
-
-def _floor_point(u: float, depth: float) -> Point:
-    """A point of the floor: ``u`` across (0 left, 1 right) at ``depth`` 0 (back) to 1 (front)."""
-    y = _lerp(BACK[3], H, depth)
-    spread = (y - VP[1]) / (BACK[3] - VP[1])
-    x_back = _lerp(BACK[0], BACK[2], u)
-    return (VP[0] + (x_back - VP[0]) * spread, y)
-
-
-def _room(img: Image.Image, *, wall: RGB, floor: tuple[RGB, RGB], ceiling: RGB) -> None:
-    x0, y0, x1, y1 = BACK
-    dark = _mix(wall, (0, 0, 0), 0.16)
-    light = _mix(wall, (255, 255, 255), 0.25)
-    _fill(img, [(0, 0), (W, 0), (x1, y0), (x0, y0)], _mix(ceiling, (0, 0, 0), 0.1), ceiling)
-    _fill(img, [(0, 0), (x0, y0), (x0, y1), (0, H)], dark, wall, vertical=False)
-    _fill(img, [(W, 0), (x1, y0), (x1, y1), (W, H)], wall, light, vertical=False)
-    _fill(img, [(x0, y0), (x1, y0), (x1, y1), (x0, y1)], light, wall)
-    _fill(img, [(x0, y1), (x1, y1), (W, H), (0, H)], floor[0], floor[1])
-    draw = ImageDraw.Draw(img)
-    edge = _mix(wall, (0, 0, 0), 0.3)
-    for a, b in (
-        ((0, 0), (x0, y0)),
-        ((W, 0), (x1, y0)),
-        ((x0, y0), (x0, y1)),
-        ((x1, y0), (x1, y1)),
-    ):
-        draw.line([a, b], fill=edge, width=1)
-    # Skirting boards along the floor edges.
-    skirting = _mix(wall, (255, 255, 255), 0.5)
-    draw.polygon([(x0, y1 - 5), (x1, y1 - 5), (x1, y1), (x0, y1)], fill=skirting)
-    draw.polygon([_left_wall(0, 0.97), _left_wall(x0, 0.97), (x0, y1), (0, H)], fill=skirting)
-    draw.polygon([_right_wall(W, 0.97), _right_wall(x1, 0.97), (x1, y1), (W, H)], fill=skirting)
-
-
-def _floor_mask(size: tuple[int, int]) -> Image.Image:
-    x0, _, x1, y1 = BACK
-    mask = Image.new("L", size, 0)
-    ImageDraw.Draw(mask).polygon([(x0, y1), (x1, y1), (W, H), (0, H)], fill=255)
-    return mask
-
-
-def _planks(img: Image.Image, wood: RGB, seam: RGB, count: int = 14) -> None:
-    """Boards running away from the viewer, each a slightly different shade of ``wood``, clipped
-    to the floor."""
-    layer = img.copy()
-    draw = ImageDraw.Draw(layer)
-    for i in range(-count, 2 * count):
-        u0, u1 = i / count, (i + 1) / count
-        board = [_floor_point(u0, 0), _floor_point(u1, 0), _floor_point(u1, 1), _floor_point(u0, 1)]
-        shade = ((i * 7) % 5 - 2) * 0.035
-        tone = _mix(wood, (255, 255, 255) if shade > 0 else (0, 0, 0), abs(shade))
-        draw.polygon(board, fill=tone)
-        draw.line([_floor_point(u0, 0), _floor_point(u0, 1)], fill=seam, width=1)
-    # Butt joints, staggered from board to board.
-    for i in range(-count, 2 * count):
-        u0, u1 = i / count, (i + 1) / count
-        depth = 0.04 + ((i * 5) % 7) * 0.021
-        while depth < 1:
-            draw.line([_floor_point(u0, depth), _floor_point(u1, depth)], fill=seam, width=1)
-            depth += 0.16 + depth * 0.5
-    _gradient_overlay(layer, img)
-    img.paste(layer, (0, 0), _floor_mask(img.size))
-
-
-def _gradient_overlay(layer: Image.Image, original: Image.Image) -> None:
-    """Blend ``layer`` with the plain floor gradient under it, more at the far end, so that the
-    boards keep the floor's light falloff."""
-    shade = _gradient(layer.size, (0, 0, 0), (255, 255, 255))
-    dimmed = Image.blend(layer, original, 0.25)
-    layer.paste(dimmed, (0, 0), shade.convert("L").point(lambda v: 255 - v // 2))
-
-
-def _tiles(img: Image.Image, colour: RGB, count: int = 8) -> None:
-    layer = img.copy()
-    draw = ImageDraw.Draw(layer)
-    for i in range(-count, 2 * count + 1):
-        u = i / count
-        draw.line([_floor_point(u, 0), _floor_point(u, 1)], fill=colour, width=2)
-    depth = 0.0
-    step = 0.08
-    while depth < 1:
-        draw.line([_floor_point(-1.5, depth), _floor_point(2.5, depth)], fill=colour, width=2)
-        depth += step
-        step *= 1.45
-    img.paste(layer, (0, 0), _floor_mask(img.size))
-
-
-def _sky_pane(img: Image.Image, polygon: Sequence[Point]) -> None:
-    """Sky seen through a window, with a band of far trees at the bottom."""
-    _fill(img, polygon, (120, 170, 225), (215, 232, 245))
-    x0, y0, x1, y1 = _bbox(polygon)
-    mask = Image.new("L", img.size, 0)
-    ImageDraw.Draw(mask).polygon(list(polygon), fill=255)
-    layer = img.copy()
-    ImageDraw.Draw(layer).rectangle((x0, y0 + (y1 - y0) * 0.78, x1, y1), fill=(96, 132, 88))
-    img.paste(layer, (0, 0), mask)
-
-
-def _bbox(points: Sequence[Point]) -> tuple[float, float, float, float]:
-    xs = [p[0] for p in points]
-    ys = [p[1] for p in points]
-    return (min(xs), min(ys), max(xs), max(ys))
-
-
-def _frame(img: Image.Image, quad: Sequence[Point], colour: RGB, *, mullions: bool = True) -> None:
-    """Outline a window quad (tl, tr, br, bl) and draw its cross bars."""
-    draw = ImageDraw.Draw(img)
-    tl, tr, br, bl = quad
-    draw.line([tl, tr, br, bl, tl], fill=colour, width=5)
-    if mullions:
-        top_mid = ((tl[0] + tr[0]) / 2, (tl[1] + tr[1]) / 2)
-        bottom_mid = ((bl[0] + br[0]) / 2, (bl[1] + br[1]) / 2)
-        left_mid = ((tl[0] + bl[0]) / 2, (tl[1] + bl[1]) / 2)
-        right_mid = ((tr[0] + br[0]) / 2, (tr[1] + br[1]) / 2)
-        draw.line([top_mid, bottom_mid], fill=colour, width=4)
-        draw.line([left_mid, right_mid], fill=colour, width=3)
-
-
-def _back_window(img: Image.Image, u0: float, u1: float, f0: float, f1: float) -> None:
-    quad = [_back_wall(u0, f0), _back_wall(u1, f0), _back_wall(u1, f1), _back_wall(u0, f1)]
-    _sky_pane(img, quad)
-    _frame(img, quad, (250, 250, 248))
-    sill = [_back_wall(u0 - 0.03, f1), _back_wall(u1 + 0.03, f1)]
-    ImageDraw.Draw(img).line(sill, fill=(240, 240, 236), width=5)
-
-
-def _left_window(img: Image.Image, x0: float, x1: float, f0: float, f1: float) -> None:
-    quad = [_left_wall(x0, f0), _left_wall(x1, f0), _left_wall(x1, f1), _left_wall(x0, f1)]
-    _sky_pane(img, quad)
-    _frame(img, quad, (250, 250, 248))
-
-
-def _right_door(img: Image.Image, x0: float, x1: float, colour: RGB) -> None:
-    quad = [
-        _right_wall(x0, 0.3),
-        _right_wall(x1, 0.3),
-        _right_wall(x1, 0.985),
-        _right_wall(x0, 0.985),
-    ]
-    draw = ImageDraw.Draw(img)
-    draw.polygon(quad, fill=colour, outline=_mix(colour, (0, 0, 0), 0.35))
-    # Panels and a handle.
-    for f0, f1 in ((0.36, 0.6), (0.66, 0.93)):
-        panel = [
-            _right_wall(_lerp(x0, x1, 0.2), f0),
-            _right_wall(_lerp(x0, x1, 0.8), f0),
-            _right_wall(_lerp(x0, x1, 0.8), f1),
-            _right_wall(_lerp(x0, x1, 0.2), f1),
-        ]
-        draw.polygon(panel, outline=_mix(colour, (0, 0, 0), 0.2))
-    hx, hy = _right_wall(_lerp(x0, x1, 0.12), 0.64)
-    draw.ellipse((hx - 3, hy - 3, hx + 3, hy + 3), fill=(190, 170, 90))
-
-
-def _ceiling_light(img: Image.Image) -> None:
-    draw = ImageDraw.Draw(img)
-    cx, cy = 320, 52
-    draw.line([(cx, 0), (cx, cy - 10)], fill=(80, 80, 80), width=2)
-    draw.ellipse((cx - 22, cy - 12, cx + 22, cy + 6), fill=(250, 246, 228), outline=(200, 196, 180))
+__all__ = ["DRAWINGS", "SIZE", "draw_all", "main"]
 
 
 def bedroom() -> Image.Image:
     """An empty bedroom: warm walls, carpet, a window on the back wall, a door on the right."""
     img = Image.new("RGB", SIZE)
-    _room(
+    room(
         img, wall=(226, 214, 196), floor=((178, 166, 150), (150, 136, 120)), ceiling=(246, 244, 240)
     )
-    _back_window(img, 0.3, 0.7, 0.2, 0.62)
-    _right_door(img, 505, 585, (244, 242, 236))
-    _ceiling_light(img)
+    back_window(img, 0.3, 0.7, 0.2, 0.62)
+    right_door(img, 505, 585, (244, 242, 236))
+    ceiling_light(img)
     return img
 
 
 def living_room() -> Image.Image:
     """An empty living room: oak floor, two windows on the left wall, a window at the back."""
     img = Image.new("RGB", SIZE)
-    _room(img, wall=(218, 224, 228), floor=((168, 124, 82), (128, 88, 54)), ceiling=(248, 248, 248))
-    _planks(img, (128, 88, 54), (110, 76, 46))
-    _left_window(img, 25, 85, 0.2, 0.7)
-    _left_window(img, 110, 160, 0.2, 0.7)
-    _back_window(img, 0.22, 0.78, 0.18, 0.66)
-    _right_door(img, 510, 590, (236, 236, 236))
-    _ceiling_light(img)
+    room(img, wall=(218, 224, 228), floor=((168, 124, 82), (128, 88, 54)), ceiling=(248, 248, 248))
+    planks(img, (128, 88, 54), (110, 76, 46))
+    left_window(img, 25, 85, 0.2, 0.7)
+    left_window(img, 110, 160, 0.2, 0.7)
+    back_window(img, 0.22, 0.78, 0.18, 0.66)
+    right_door(img, 510, 590, (236, 236, 236))
+    ceiling_light(img)
     return img
 
 
@@ -267,81 +69,81 @@ def kitchen() -> Image.Image:
     """A kitchen: cabinets and worktop along the back wall, a window above the sink, tiled floor,
     and a cardboard box left on the floor (the item the demo removes)."""
     img = Image.new("RGB", SIZE)
-    _room(
+    room(
         img, wall=(236, 232, 222), floor=((210, 210, 206), (176, 176, 172)), ceiling=(250, 250, 250)
     )
-    _tiles(img, (150, 150, 146))
-    _back_window(img, 0.36, 0.64, 0.18, 0.5)
+    tiles(img, (150, 150, 146))
+    back_window(img, 0.36, 0.64, 0.18, 0.5)
     draw = ImageDraw.Draw(img)
     cabinet = (72, 96, 112)
     cabinet_edge = (48, 66, 78)
     worktop = (226, 222, 214)
     # Lower cabinets on the back wall and the worktop.
-    lower = [_back_wall(0, 0.66), _back_wall(1, 0.66), _back_wall(1, 0.97), _back_wall(0, 0.97)]
+    lower = [back_wall(0, 0.66), back_wall(1, 0.66), back_wall(1, 0.97), back_wall(0, 0.97)]
     draw.polygon(lower, fill=cabinet, outline=cabinet_edge)
     for i in range(1, 6):
-        draw.line([_back_wall(i / 6, 0.68), _back_wall(i / 6, 0.97)], fill=cabinet_edge, width=2)
+        draw.line([back_wall(i / 6, 0.68), back_wall(i / 6, 0.97)], fill=cabinet_edge, width=2)
     for i in range(6):
-        hx, hy = _back_wall((i + 0.5) / 6, 0.72)
+        hx, hy = back_wall((i + 0.5) / 6, 0.72)
         draw.line([(hx - 6, hy), (hx + 6, hy)], fill=(200, 200, 200), width=2)
     draw.polygon(
         [
-            _back_wall(-0.02, 0.62),
-            _back_wall(1.02, 0.62),
-            _back_wall(1.02, 0.67),
-            _back_wall(-0.02, 0.67),
+            back_wall(-0.02, 0.62),
+            back_wall(1.02, 0.62),
+            back_wall(1.02, 0.67),
+            back_wall(-0.02, 0.67),
         ],
         fill=worktop,
         outline=(180, 176, 168),
     )
     # Sink under the window.
-    sx0, sy = _back_wall(0.4, 0.625)
-    sx1, _ = _back_wall(0.6, 0.625)
+    sx0, sy = back_wall(0.4, 0.625)
+    sx1, _ = back_wall(0.6, 0.625)
     draw.rectangle((sx0, sy, sx1, sy + 4), fill=(170, 174, 178))
     draw.line([((sx0 + sx1) / 2, sy - 14), ((sx0 + sx1) / 2, sy)], fill=(150, 150, 155), width=3)
     # Upper cabinets either side of the window.
     for u0, u1 in ((0.0, 0.3), (0.7, 1.0)):
         upper = [
-            _back_wall(u0, 0.1),
-            _back_wall(u1, 0.1),
-            _back_wall(u1, 0.42),
-            _back_wall(u0, 0.42),
+            back_wall(u0, 0.1),
+            back_wall(u1, 0.1),
+            back_wall(u1, 0.42),
+            back_wall(u0, 0.42),
         ]
         draw.polygon(upper, fill=cabinet, outline=cabinet_edge)
         draw.line(
-            [_back_wall((u0 + u1) / 2, 0.1), _back_wall((u0 + u1) / 2, 0.42)],
+            [back_wall((u0 + u1) / 2, 0.1), back_wall((u0 + u1) / 2, 0.42)],
             fill=cabinet_edge,
             width=2,
         )
     # Lower cabinets running along the left wall, with their worktop.
     side = [
-        _left_wall(40, 0.66),
-        _left_wall(BACK[0], 0.66),
-        _left_wall(BACK[0], 0.97),
-        _left_wall(40, 0.97),
+        left_wall(40, 0.66),
+        left_wall(BACK[0], 0.66),
+        left_wall(BACK[0], 0.97),
+        left_wall(40, 0.97),
     ]
-    draw.polygon(side, fill=_mix(cabinet, (0, 0, 0), 0.15), outline=cabinet_edge)
+    draw.polygon(side, fill=mix(cabinet, (0, 0, 0), 0.15), outline=cabinet_edge)
     for x in (80, 120, 155):
-        draw.line([_left_wall(x, 0.68), _left_wall(x, 0.97)], fill=cabinet_edge, width=2)
+        draw.line([left_wall(x, 0.68), left_wall(x, 0.97)], fill=cabinet_edge, width=2)
     top_side = [
-        _left_wall(40, 0.61),
-        _left_wall(BACK[0], 0.61),
-        _left_wall(BACK[0], 0.67),
-        _left_wall(40, 0.67),
+        left_wall(40, 0.61),
+        left_wall(BACK[0], 0.61),
+        left_wall(BACK[0], 0.67),
+        left_wall(40, 0.67),
     ]
     draw.polygon(top_side, fill=worktop, outline=(180, 176, 168))
     # A tall fridge against the right wall.
     fridge = [
-        _right_wall(470, 0.08),
-        _right_wall(540, 0.08),
-        _right_wall(540, 0.985),
-        _right_wall(470, 0.985),
+        right_wall(470, 0.08),
+        right_wall(540, 0.08),
+        right_wall(540, 0.985),
+        right_wall(470, 0.985),
     ]
     draw.polygon(fridge, fill=(214, 218, 222), outline=(150, 154, 160))
-    draw.line([_right_wall(470, 0.4), _right_wall(540, 0.4)], fill=(150, 154, 160), width=2)
-    hx, hy = _right_wall(480, 0.3)
+    draw.line([right_wall(470, 0.4), right_wall(540, 0.4)], fill=(150, 154, 160), width=2)
+    hx, hy = right_wall(480, 0.3)
     draw.line([(hx, hy - 18), (hx, hy + 18)], fill=(120, 124, 130), width=3)
-    _ceiling_light(img)
+    ceiling_light(img)
     # The cardboard box on the floor.
     x0, y0, x1, y1 = BOX_DRAWN
     draw.polygon([(x0, y0 + 16), (x1 - 20, y0 + 16), (x1 - 20, y1), (x0, y1)], fill=(176, 132, 84))
@@ -355,7 +157,7 @@ def kitchen() -> Image.Image:
 
 def exterior() -> Image.Image:
     """A detached house by day: sky with clouds, gabled roof, facade, windows, door, lawn, trees."""
-    img = _gradient(SIZE, (92, 146, 214), (206, 226, 244))
+    img = gradient(SIZE, (92, 146, 214), (206, 226, 244))
     clouds = Image.new("L", SIZE, 0)
     cdraw = ImageDraw.Draw(clouds)
     for box in (
@@ -371,7 +173,7 @@ def exterior() -> Image.Image:
     draw = ImageDraw.Draw(img)
     # Distant hedge line and lawn.
     draw.rectangle((0, 300, W, 330), fill=(84, 120, 70))
-    lawn = _gradient((W, H - 330), (112, 168, 78), (74, 128, 52))
+    lawn = gradient((W, H - 330), (112, 168, 78), (74, 128, 52))
     img.paste(lawn, (0, 330))
     for y in range(338, H, 14):
         draw.line([(0, y), (W, y)], fill=(98, 154, 68), width=3)
@@ -391,9 +193,9 @@ def exterior() -> Image.Image:
     roof = [(fx0 - 28, fy0 + 4), (fx1 + 28, fy0 + 4), (fx1 - 60, 92), (fx0 + 60, 92)]
     draw.polygon(roof, fill=(74, 78, 92))
     for i in range(1, 8):
-        roof_y = _lerp(92, fy0 + 4, i / 8)
-        x_left = _lerp(fx0 + 60, fx0 - 28, i / 8)
-        x_right = _lerp(fx1 - 60, fx1 + 28, i / 8)
+        roof_y = lerp(92, fy0 + 4, i / 8)
+        x_left = lerp(fx0 + 60, fx0 - 28, i / 8)
+        x_right = lerp(fx1 - 60, fx1 + 28, i / 8)
         draw.line([(x_left, roof_y), (x_right, roof_y)], fill=(60, 64, 76), width=1)
     # A gable with a round window.
     draw.polygon(
@@ -403,8 +205,8 @@ def exterior() -> Image.Image:
 
     def window(x0: float, y0: float, x1: float, y1: float) -> None:
         pane = [(x0, y0), (x1, y0), (x1, y1), (x0, y1)]
-        _fill(img, pane, (150, 196, 236), (96, 132, 170))
-        _frame(img, pane, (255, 255, 255))
+        fill(img, pane, (150, 196, 236), (96, 132, 170))
+        frame(img, pane, (255, 255, 255))
         wdraw = ImageDraw.Draw(img)
         wdraw.rectangle((x0 - 8, y0, x0 - 2, y1), fill=(60, 86, 110))
         wdraw.rectangle((x1 + 2, y0, x1 + 8, y1), fill=(60, 86, 110))

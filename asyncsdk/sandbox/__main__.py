@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import signal
+from pathlib import Path
 
 from asyncsdk.sandbox._config import SandboxConfig
 from asyncsdk.sandbox._sandbox import run_forever
@@ -18,6 +19,12 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p = parser or argparse.ArgumentParser(prog="python -m asyncsdk.sandbox", description=__doc__)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8080, help="port to bind; 0 picks a free one")
+    p.add_argument(
+        "--port-file",
+        type=Path,
+        metavar="PATH",
+        help="once serving, write the bound port to PATH (removed at exit); use with --port 0",
+    )
     p.add_argument("--pending-delay", type=float, default=1.0, help="seconds a process is pending")
     p.add_argument("--processing-delay", type=float, default=3.0, help="seconds it is processing")
     p.add_argument("--failure-rate", type=float, default=0.0, help="share of processes that fail")
@@ -30,6 +37,14 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         "--poll-limit", action="store_true", help="429 for a process GET within 5 s of the last"
     )
     p.add_argument("--seed", type=int, default=0, help="seed of every random choice")
+    p.add_argument(
+        "--control-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name under which the /_sandbox/ routes answer too (repeatable); they "
+        "always answer localhost and IP addresses",
+    )
     return p
 
 
@@ -43,6 +58,7 @@ def config_from_args(args: argparse.Namespace) -> SandboxConfig:
         rate_limit=args.rate_limit,
         poll_limit=args.poll_limit,
         seed=args.seed,
+        control_hosts=frozenset(args.control_host),
     )
 
 
@@ -55,7 +71,7 @@ async def _serve_until_signalled(args: argparse.Namespace) -> None:
         with contextlib.suppress(NotImplementedError):  # not on every platform
             loop.add_signal_handler(sig, task.cancel)
     with contextlib.suppress(asyncio.CancelledError):
-        await run_forever(args.host, args.port, config_from_args(args))
+        await run_forever(args.host, args.port, config_from_args(args), port_file=args.port_file)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -73,6 +73,8 @@ class SandboxConfig:
     max_files_per_order: int = 10
     # Keys and plans
     api_keys: dict[str, frozenset[str] | None] = attrs.field(factory=default_api_keys)
+    # Host names, besides localhost and IP addresses, under which /_sandbox/ routes answer
+    control_hosts: frozenset[str] = attrs.field(factory=frozenset, converter=_to_frozenset)
 
     def update(self, changes: Mapping[str, Any]) -> None:
         """Apply ``{field: value}`` changes (``PATCH /_sandbox/config``); unknown names fail."""

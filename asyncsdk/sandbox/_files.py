@@ -13,7 +13,7 @@ from typing import BinaryIO
 
 import attrs
 
-from asyncsdk.sandbox._state import StoredFile
+from asyncsdk.sandbox._records import StoredFile
 
 __all__ = ["FileStore"]
 

@@ -149,6 +149,10 @@ def _under_construction(img: Image.Image, seed: str) -> Image.Image:
     return _band(out, 0.8, 1.0, _colour(seed + "floor"), 0.5)
 
 
+def _darkness(img: Image.Image, seed: str) -> Image.Image:
+    return ImageEnhance.Brightness(img).enhance(0.7 if "factor-darker" in seed else 1.3)
+
+
 _TRANSFORMS: Final[dict[str, Callable[[Image.Image, str], Image.Image]]] = {
     "tool-virtual-staging": _furniture,
     "tool-virtual-restaging": lambda img, s: _furniture(
@@ -166,6 +170,7 @@ _TRANSFORMS: Final[dict[str, Callable[[Image.Image, str], Image.Image]]] = {
     "tool-backsplash-change": lambda img, s: _band(img, 0.45, 0.6, _colour(s), 0.65),
     "tool-under-construction": _under_construction,
     "tool-day-to-dusk": _dusk,
+    "tool-darkness": _darkness,
 }
 
 

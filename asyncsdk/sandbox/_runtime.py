@@ -18,7 +18,8 @@ from asyncsdk.sandbox import _images
 from asyncsdk.sandbox._chaos import Chaos
 from asyncsdk.sandbox._config import SandboxConfig
 from asyncsdk.sandbox._files import FileStore
-from asyncsdk.sandbox._state import ProcessRecord, SandboxState, StoredFile
+from asyncsdk.sandbox._records import ProcessRecord, StoredFile
+from asyncsdk.sandbox._state import SandboxState
 from asyncsdk.sandbox._stats import Delivery, Stats
 from asyncsdk.sandbox._webhooks import deliver
 from asyncsdk.sandbox._wire import Urls, webhook_json

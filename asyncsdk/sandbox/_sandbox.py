@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -31,11 +33,17 @@ class Sandbox:
     """
 
     def __init__(
-        self, config: SandboxConfig | None = None, *, host: str = "127.0.0.1", port: int = 0
+        self,
+        config: SandboxConfig | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        port_file: str | os.PathLike[str] | None = None,
     ) -> None:
         self._config = config if config is not None else SandboxConfig()
         self._host = host
         self._port = port
+        self._port_file = None if port_file is None else Path(port_file)
         self._runtime = Runtime(self._config)
         self._app = build_app(self._runtime)
         self._runner: web.AppRunner | None = None
@@ -44,7 +52,7 @@ class Sandbox:
     # ----------------------------------------------------------------- running
 
     async def start(self) -> None:
-        """Bind and serve; ``base_url`` is known afterwards."""
+        """Bind and serve; ``base_url`` is known afterwards, and written to ``port_file``."""
         if self._runner is not None:
             raise RuntimeError("this sandbox is already running; a Sandbox starts once")
         runner = web.AppRunner(
@@ -61,6 +69,8 @@ class Sandbox:
         port = self._bound_port(runner)
         self._base_url = f"http://{self._host}:{port}"
         self._runtime.public_base = self._base_url
+        if self._port_file is not None:
+            _write_port_file(self._port_file, port)
 
     @staticmethod
     def _bound_port(runner: web.AppRunner) -> int:
@@ -74,6 +84,8 @@ class Sandbox:
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()
+            if self._port_file is not None:
+                self._port_file.unlink(missing_ok=True)
 
     async def __aenter__(self) -> Sandbox:
         await self.start()
@@ -164,10 +176,25 @@ class Sandbox:
             await self._runtime.wait_idle()
 
 
+def _write_port_file(path: Path, port: int) -> None:
+    """Write ``port`` and a newline to ``path`` in one step: a reader never sees half a number."""
+    partial = path.with_name(f"{path.name}.partial")
+    partial.write_text(f"{port}\n", encoding="ascii")
+    partial.replace(path)
+
+
 async def run_forever(
-    host: str = "127.0.0.1", port: int = 8080, config: SandboxConfig | None = None
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    config: SandboxConfig | None = None,
+    *,
+    port_file: str | os.PathLike[str] | None = None,
 ) -> None:
-    """Serve until cancelled (Ctrl-C); what ``python -m asyncsdk sandbox`` runs."""
-    async with Sandbox(config, host=host, port=port) as sb:
+    """Serve until cancelled (Ctrl-C); what ``python -m asyncsdk.sandbox`` runs.
+
+    With ``port_file``, the bound port is written there once serving (and the file removed at
+    the end): the way to learn the port picked by ``port=0``.
+    """
+    async with Sandbox(config, host=host, port=port, port_file=port_file) as sb:
         print(f"sandbox serving on {sb.base_url} (API key: {sb.api_key})", flush=True)
         await asyncio.Event().wait()

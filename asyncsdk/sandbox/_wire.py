@@ -8,15 +8,15 @@ import attrs
 from yarl import URL
 
 from asyncsdk.sandbox._files import EXTENSIONS
-from asyncsdk.sandbox._state import (
+from asyncsdk.sandbox._records import (
     AssetRecord,
     OrderRecord,
     ProcessRecord,
     ProjectRecord,
-    SandboxState,
     StoredFile,
     iso,
 )
+from asyncsdk.sandbox._state import SandboxState
 
 __all__ = ["Urls", "asset_json", "order_json", "process_json", "project_json", "webhook_json"]
 

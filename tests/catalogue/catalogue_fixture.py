@@ -100,7 +100,7 @@ def _room_and_style(tool: str) -> tuple[Widget, Widget]:
         make_widget(
             tool,
             "style",
-            ["modern", "scandinavian", "industrial", "coastal", "art-deco"],
+            ["modern", "scandinavian", "industrial", "hampton", "art-deco"],
             key="style",
             name="Design style",
             inactive=["art-deco"],

@@ -47,7 +47,7 @@ def test_values_are_written_as_people_write_them(catalogue: Catalogue, written: 
     "key", ["space", "Room type", SPACE_VS, "widget-space-tool-virtual-staging"]
 )
 def test_widget_named_by_purpose_name_or_slug(catalogue: Catalogue, key: str) -> None:
-    prepared = staging(catalogue, {key: "kitchen", "style": "coastal"})
+    prepared = staging(catalogue, {key: "kitchen", "style": "hampton"})
     assert prepared.widgets[0] == WidgetSelection(
         SPACE_VS, ("item-kitchen-widget-space-tool-virtual-staging",)
     )

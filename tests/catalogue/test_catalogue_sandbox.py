@@ -81,6 +81,10 @@ class Live:
             "asset_file", photo.getvalue(), filename="room.jpg", content_type="image/jpeg"
         )
         form.add_field("asset_role", "primary_angle")
+        form.add_field(
+            "asset_file", photo.getvalue(), filename="angle.jpg", content_type="image/jpeg"
+        )
+        form.add_field("asset_role", "secondary_angle")
         async with self.session.post(
             f"{self.sb.base_url}/v3/order", data=form, headers=self.headers
         ) as resp:
@@ -152,6 +156,11 @@ async def test_every_tool_of_the_sandbox_accepts_what_the_checks_accept(live: Li
         inputs: Mapping[str, str] | str = live.asset_id("primary_angle")
         if tool.slug == ToolSlug.ITEM_REMOVAL_MASK:
             inputs = {"image": live.asset_id("primary_angle"), "mask": live.asset_id("mask")}
+        if tool.slug == "tool-darkness":  # a before/after pair
+            inputs = {
+                "before": live.asset_id("primary_angle"),
+                "after": live.asset_id("secondary_angle"),
+            }
         prepared = await live.prepare(tool=tool.slug, inputs=inputs, widgets=first_values(widgets))
         status, body = await live.send(prepared)
         assert status == 201, (tool.slug, prepared, body)
@@ -159,7 +168,7 @@ async def test_every_tool_of_the_sandbox_accepts_what_the_checks_accept(live: Li
 
 async def test_short_forms_and_the_alias_are_accepted(live: Live) -> None:
     cases: list[tuple[str, WidgetsArg]] = [
-        (ToolSlug.VIRTUAL_STAGING, {"space": "Living Room", "style": "mid century"}),
+        (ToolSlug.VIRTUAL_STAGING, {"space": "Living Room", "style": "Hampton"}),
         (ToolSlug.FURNITURE_RESTYLE, {"Room type": "kitchen", "style": "modern"}),
         (
             ToolSlug.IMAGE_ENHANCEMENT,

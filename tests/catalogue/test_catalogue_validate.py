@@ -118,7 +118,7 @@ def test_missing_required_widget_names_it_and_its_values(catalogue: Catalogue) -
         plan_process(catalogue, tool=VS, inputs="photo-1", widgets={"space": "bedroom"})
     message = str(caught.value)
     assert "needs the widget 'style' (widget-style-tool-virtual-staging)" in message
-    assert "'modern', 'scandinavian', 'industrial', 'coastal'" in message
+    assert "'modern', 'scandinavian', 'industrial', 'hampton'" in message
     assert "art-deco" not in message  # inactive items are not offered
     assert "the default is 'modern'" in message
     assert caught.value.widget == "widget-style-tool-virtual-staging"
@@ -410,7 +410,7 @@ async def test_a_refused_request_names_its_fix_and_the_fixed_one_is_complete() -
         )
     error = refused.value
     assert (error.tool, error.widget) == (VS, "widget-style-tool-virtual-staging")
-    assert error.valid == ("modern", "scandinavian", "industrial", "coastal")
+    assert error.valid == ("modern", "scandinavian", "industrial", "hampton")
     assert "add widgets={'style': <one of 'modern'" in str(error)
     assert "(the default is 'modern')" in str(error)
 

@@ -116,13 +116,13 @@ def test_submit_with_service_name_and_widget_ids(catalogue: Catalogue) -> None:
         body,
         id_map={
             7: "item-kitchen-widget-space-tool-virtual-staging",
-            8: "item-coastal-widget-style-tool-virtual-staging",
+            8: "item-hampton-widget-style-tool-virtual-staging",
         },
         catalogue=catalogue,
     )
     assert [(w.slug, w.item_slugs) for w in translated.widgets] == [
         (SPACE, ("item-kitchen-widget-space-tool-virtual-staging",)),
-        (STYLE, ("item-coastal-widget-style-tool-virtual-staging",)),
+        (STYLE, ("item-hampton-widget-style-tool-virtual-staging",)),
     ]
 
 

@@ -23,6 +23,7 @@ TOOLS = {
     "tool-backsplash-change": "AI Backsplash Change",
     "tool-under-construction": "AI Under Construction",
     "tool-day-to-dusk": "AI Day to Dusk",
+    "tool-darkness": "AI Darkness",
 }
 WIDGET_FIELDS = {
     "id",
@@ -152,7 +153,7 @@ async def test_known_example_items_exist(api: aiohttp.ClientSession) -> None:
 
 
 async def test_icons_are_served(api: aiohttp.ClientSession) -> None:
-    [widget] = await widgets_of(api, "tool-day-to-dusk")
+    widget, _ = await widgets_of(api, "tool-day-to-dusk")
     icon = widget["items"][0]["iconSrc"]  # type: ignore[index]
     async with api.get(icon) as r:
         assert r.status == 200
@@ -187,7 +188,8 @@ async def test_v1_upload_and_both_submit_shapes(
 
     staging = await widgets_of(api, "tool-virtual-staging")
     style = staging[1]
-    modern = style["items"][0]["slug"]  # type: ignore[index]
+    # docs/sandbox.md: item_id is the item's slug as the widgets endpoint lists it.
+    first_style = style["items"][0]["slug"]  # type: ignore[index]
 
     first = await upload()
     async with api.post(
@@ -195,7 +197,7 @@ async def test_v1_upload_and_both_submit_shapes(
         json={
             "order_id": first,
             "space_name": "space-bedroom",
-            "selected_widgets": [{"id": style["id"], "item_id": modern}],
+            "selected_widgets": [{"id": style["id"], "item_id": first_style}],
         },
     ) as r:
         assert r.status == 201, await r.text()

@@ -217,7 +217,7 @@ async def test_enveloped_shape(sandbox: Sandbox, api: aiohttp.ClientSession, flo
     assert listing["data"][0]["address"] == "Env Street"
     tools = await flow.get("/api/tools")
     assert tools["message"] == "ok"
-    assert len(tools["data"]) == 13
+    assert len(tools["data"]) == 14
     async with api.get("/v3/project/nope") as r:  # errors keep their shape
         assert r.status == 404
         await error_of(r)

@@ -59,11 +59,11 @@ async def test_every_tool_changes_the_image(
     source = (await fetch_image(api, order["assets"][0]["src"])).convert("RGB")
     runs = {
         "tool-item-removal": [],
-        "tool-wall-change": [("material", "navy-paint")],
-        "tool-floor-change": [("material", "grey-tile")],
-        "tool-ceiling-change": [("material", "coffered")],
+        "tool-wall-change": [("space", "bedroom"), ("material", "wallpaper")],
+        "tool-floor-change": [("space", "kitchen"), ("material", "tile")],
+        "tool-ceiling-change": [("space", "kitchen"), ("material", "coffered")],
         "tool-virtual-staging": [("space", "bedroom"), ("style", "modern")],
-        "tool-under-construction": [("space", "kitchen")],
+        "tool-under-construction": [("space", "kitchen"), ("style", "contemporary")],
     }
     outputs = {}
     for tool, picks in runs.items():

@@ -218,7 +218,9 @@ async def test_append_rules(api: aiohttp.ClientSession, flow: Flow) -> None:
 async def test_rejected_uploads_leave_no_files_behind(
     sandbox: Sandbox, api: aiohttp.ClientSession
 ) -> None:
-    root = sandbox.app[__import__("asyncsdk.sandbox._app", fromlist=["RUNTIME"]).RUNTIME].store.root
+    root = sandbox.app[
+        __import__("asyncsdk.sandbox._http", fromlist=["RUNTIME"]).RUNTIME
+    ].store.root
     async with api.post("/v3/order", data=order_form([gradient_jpeg()] * 2, ["mask", "mask"])) as r:
         assert r.status == 400
     assert list(root.iterdir()) == []

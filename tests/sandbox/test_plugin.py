@@ -77,7 +77,7 @@ async def test_stop_removes_the_files_and_a_sandbox_starts_once() -> None:
             form.add_field("asset_file", gradient_jpeg(), filename="a.jpg")
             async with s.post("/v3/order", data=form) as r:
                 assert r.status == 201
-        from asyncsdk.sandbox._app import RUNTIME
+        from asyncsdk.sandbox._http import RUNTIME
 
         root = sb.app[RUNTIME].store.root
         assert any(root.iterdir())
@@ -109,7 +109,7 @@ async def test_command_line_server() -> None:
         base = line.split("serving on ")[1].split()[0]
         async with aiohttp.ClientSession() as s, s.get(f"{base}/api/tools") as r:
             assert r.status == 200
-            assert len((await r.json())["data"]) == 13
+            assert len((await r.json())["data"]) == 14
     finally:
         proc.terminate()
         assert await proc.wait() == 0  # SIGTERM stops it cleanly

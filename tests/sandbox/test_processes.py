@@ -416,7 +416,7 @@ async def test_furniture_restyle_alias(
             "asset_map": {f"{sent}-input-image": order["assets"][0]["id"]},
             "widgets": [
                 {"slug": f"widget-space-{w}", "item_slugs": [f"item-bedroom-widget-space-{w}"]},
-                {"slug": f"widget-style-{w}", "item_slugs": [f"item-coastal-widget-style-{w}"]},
+                {"slug": f"widget-style-{w}", "item_slugs": [f"item-hampton-widget-style-{w}"]},
             ],
         },
     )
@@ -512,13 +512,13 @@ async def test_tools_without_groups_answer_no_group_id(
     ("tool", "widgets"),
     [
         ("tool-virtual-restaging", ["space:kitchen", "style:industrial"]),
-        ("tool-interior-design", ["space:bedroom", "style:scandinavian", "palette:earth-tones"]),
-        ("tool-wall-change", ["material:exposed-brick"]),
-        ("tool-floor-change", ["material:oak-parquet"]),
-        ("tool-ceiling-change", ["material:wood-beams"]),
+        ("tool-interior-design", ["space:bedroom", "style:scandinavian", "color:warm-tones"]),
+        ("tool-wall-change", ["space:bathroom", "material:brick-wall"]),
+        ("tool-floor-change", ["space:kitchen", "material:hardwood"]),
+        ("tool-ceiling-change", ["space:living-room", "material:wooden-ceiling"]),
         ("tool-backsplash-change", ["space:kitchen", "material:grey-marble"]),
-        ("tool-under-construction", ["space:living-room"]),
-        ("tool-day-to-dusk", ["sky:golden-hour"]),
+        ("tool-under-construction", ["space:nursery", "style:prime"]),
+        ("tool-day-to-dusk", ["sky-style:golden-hour", "day-to-dusk-options:shadow-removal"]),
         ("tool-item-removal", []),
     ],
 )
