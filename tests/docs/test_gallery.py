@@ -53,5 +53,5 @@ def test_both_pages_draw_the_request_and_webhook_paths() -> None:
         text = page.read_text(encoding="utf-8")
         diagram = text.split("```mermaid\n", 1)[1].split("```", 1)[0]
         assert diagram.startswith("sequenceDiagram\n")
-        for step in ("POST /v3/order", "POST /v3/process", "POST /hooks/<token>", "resolve(event)"):
+        for step in ("POST /v3/order", "POST /v3/process", "POST /hooks/{token}", "resolve(event)"):
             assert step in diagram, f"{page.name}: the diagram lost {step!r}"

@@ -19,6 +19,9 @@ DOCSTRING_TEXT = {
     "asyncsdk": "The asyncio client of the service.",
     "webhooks": "stores them, and runs handlers from the store.",
 }
+#: A name that some docstring of the package names with a reST role, linked in the reference.
+LINKED = {"asyncsdk": "asyncsdk.RetryPolicy", "webhooks": "webhooks.AtomicInbox"}
+ROLE_AS_TYPED = re.compile(r":(?:class|func|meth|data|mod|attr|exc|obj):")
 DIRECTIVE = re.compile(r"^::: (\S+)$", re.M)
 
 
@@ -56,8 +59,11 @@ def test_every_public_name_has_a_rendered_entry(site: Path, package: str) -> Non
     html = (site / "reference" / package / "index.html").read_text(encoding="utf-8")
     for name in PACKAGES[package]:
         assert f'id="{package}.{name}"' in html, f"{package}.{name} was not rendered"
-    # The docstrings themselves made it, not just the headings.
+    # The docstrings themselves made it, not just the headings, and their reST roles became
+    # links or code instead of showing as typed (scripts/griffe_rst.py).
     assert DOCSTRING_TEXT[package] in html
+    assert ROLE_AS_TYPED.search(html) is None, ROLE_AS_TYPED.search(html)
+    assert f'href="#{LINKED[package]}"' in html
 
 
 def test_every_page_is_built_and_linked(site: Path) -> None:
