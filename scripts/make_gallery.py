@@ -31,7 +31,8 @@ from asyncsdk.sandbox import Sandbox, SandboxConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 START, END = "<!-- gallery:start -->", "<!-- gallery:end -->"
-PAGES = {ROOT / "README.md": "docs/gallery", ROOT / "docs" / "index.md": "gallery"}
+#: Each page with its path to the pictures and the pairs per table row (the README is wider).
+PAGES = {ROOT / "README.md": ("docs/gallery", 2), ROOT / "docs" / "index.md": ("gallery", 1)}
 
 #: Width of each half of a pair, in pixels; a pair is about 10 KB as JPEG.
 HALF_WIDTH = 240
@@ -48,12 +49,15 @@ PHOTOS = {
     ToolSlug.DAY_TO_DUSK: "exterior.jpg",
     ToolSlug.UNDER_CONSTRUCTION: "exterior.jpg",
 }
-#: Widget values picked when a required widget offers them, in this order.
-PREFERRED = ("bedroom", "living-room", "kitchen", "modern", "scandinavian")
+#: Widget values picked when a required widget offers them, in this order, after the room shown.
+PREFERRED = ("bedroom", "modern", "scandinavian")
+ROOMS = {"living-room-empty.jpg": "living-room", "kitchen.jpg": "kitchen"}
 
 
-def widgets_for(catalogue: Catalogue, tool: str) -> dict[str, str]:
-    """One value for each required widget of ``tool``: a preferred one, else the first."""
+def widgets_for(catalogue: Catalogue, tool: str, photo: str) -> dict[str, str]:
+    """One value for each required widget of ``tool``: the room of ``photo`` or a preferred
+    value where the widget offers it, else its first value."""
+    preferred = (ROOMS.get(photo, "bedroom"), *PREFERRED)
     chosen: dict[str, str] = {}
     for widget in catalogue.widgets_of(tool):
         if widget.is_optional:
@@ -61,7 +65,7 @@ def widgets_for(catalogue: Catalogue, tool: str) -> dict[str, str]:
         values = catalogue.values(tool, widget)
         if not values:
             continue
-        liked = [value for value in PREFERRED if value in values]
+        liked = [value for value in preferred if value in values]
         chosen[catalogue.handle(tool, widget)] = liked[0] if liked else values[0]
     return chosen
 
@@ -72,7 +76,8 @@ async def run_tool(
     photo = samples.path(PHOTOS.get(tool, "bedroom-empty.jpg"))
     if tool == ToolSlug.ITEM_REMOVAL_MASK:
         return photo, await client.run_mask_removal(photo, rectangles=[samples.KITCHEN_BOX])
-    return photo, await client.run(tool, photo, widgets=widgets_for(catalogue, tool))
+    widgets = widgets_for(catalogue, tool, photo.name)
+    return photo, await client.run(tool, photo, widgets=widgets)
 
 
 def thumbnail(image: Image.Image) -> Image.Image:
@@ -94,11 +99,17 @@ def pair(before: bytes, after: bytes) -> bytes:
     return out.getvalue()
 
 
-def table(rows: Sequence[tuple[str, str, str]], folder: str) -> str:
-    """The markdown table of the pairs: tool name, slug, image under ``folder``."""
-    lines = ["| Tool | Before → after (sandbox) |", "|---|---|"]
-    for name, slug, file in rows:
-        lines.append(f"| {name}<br>`{slug}` | ![{name}: before and after]({folder}/{file}) |")
+def table(rows: Sequence[tuple[str, str, str]], folder: str, columns: int) -> str:
+    """A markdown table of the pairs, ``columns`` to a row: name, slug, image under ``folder``."""
+    cells = [
+        f"**{name}** `{slug}`<br>![{name}: before and after]({folder}/{file})"
+        for name, slug, file in rows
+    ]
+    cells += [""] * (-len(cells) % columns)
+    lines = ["| " + " | ".join(["Before → after (sandbox)"] + [""] * (columns - 1)) + " |"]
+    lines.append("|" + "---|" * columns)
+    for start in range(0, len(cells), columns):
+        lines.append("| " + " | ".join(cells[start : start + columns]) + " |")
     return "\n".join(lines)
 
 
@@ -124,8 +135,8 @@ def stale(rows: Sequence[tuple[str, str, str]]) -> list[str]:
     """What in the repository differs from ``rows``: pages to rewrite, pictures missing."""
     problems = [
         f"{page.relative_to(ROOT)}: the gallery table is out of date"
-        for page, folder in PAGES.items()
-        if current(page) != f"{START}\n{table(rows, folder)}\n{END}"
+        for page, (folder, columns) in PAGES.items()
+        if current(page) != f"{START}\n{table(rows, folder, columns)}\n{END}"
     ]
     committed = ROOT / "docs" / "gallery"
     problems += [f"docs/gallery/{f}: missing" for _, _, f in rows if not (committed / f).is_file()]
@@ -168,8 +179,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for problem in problems:
             print(f"{problem} (run `make gallery`)")
         return 1 if problems else 0
-    for page, folder in PAGES.items():
-        rewrite(page, f"{START}\n{table(rows, folder)}\n{END}")
+    for page, (folder, columns) in PAGES.items():
+        rewrite(page, f"{START}\n{table(rows, folder, columns)}\n{END}")
     total = sum((args.out / file).stat().st_size for _, _, file in rows)
     print(f"{len(rows)} pairs in {args.out} ({total // 1024} KB)")
     return 0

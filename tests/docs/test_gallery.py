@@ -44,7 +44,7 @@ async def test_every_active_tool_has_a_small_picture_on_both_pages(sandbox: Sand
         assert picture.stat().st_size <= MAX_BYTES, f"{picture.name} is not a thumbnail"
         for page, folder in PAGES.items():
             text = page.read_text(encoding="utf-8")
-            assert f"`{slug}` | ![" in text, f"{page.name} does not show {slug}"
+            assert f"`{slug}`<br>![" in text, f"{page.name} does not show {slug}"
             assert f"]({folder}{picture.name})" in text
 
 
