@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck bench clean
+.PHONY: demo test lint typecheck bench docs gallery clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,5 +35,13 @@ bench: $(STAMP)
 	} || echo "make bench: could not install wrk; the receiver's req/s ratios may be refused"
 	$(BIN)/python -m benchmarks
 
+# The documentation site, built into site/ (`$(BIN)/mkdocs serve` to browse it while editing).
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict
+
+# The before/after pictures of the README and the docs, made from the sandbox.
+gallery: $(STAMP)
+	$(BIN)/python scripts/make_gallery.py
+
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache results
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache results site

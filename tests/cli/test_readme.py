@@ -2,31 +2,22 @@
 
 from __future__ import annotations
 
-import re
 import secrets
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
+from codeblocks import ROOT, run_block
 
 from asyncsdk import samples
 from asyncsdk.sandbox import Sandbox, SandboxConfig
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def _quickstart() -> str:
-    text = README.read_text(encoding="utf-8")
-    found = re.search(r"<!-- readme-test: quickstart -->\n```python\n(.*?)```", text, re.S)
-    assert found, "the README lost its quickstart block"
-    return found.group(1)
+README = ROOT / "README.md"
 
 
 async def test_readme_quickstart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    namespace: dict[str, Any] = {"__name__": "readme_quickstart"}
-    exec(compile(_quickstart(), str(README), "exec"), namespace)  # noqa: S102 - our own README
+    namespace = run_block(README, "quickstart")
     monkeypatch.chdir(tmp_path)  # the example's SQLite inbox lands here
     token = secrets.token_urlsafe(24)
     async with Sandbox(SandboxConfig(pending_delay=0.05, processing_delay=0.1)) as sb:

@@ -1,0 +1,389 @@
+"""Every recipe of docs/cookbook.md runs against the sandbox (and Redis), and does what it says."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import math
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import redis.asyncio
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+from codeblocks import ROOT, code_block, code_blocks, run_block
+from PIL import Image, ImageDraw, ImageStat
+
+import asyncsdk
+from asyncsdk import ProcessStatus, ToolSlug, check_mask, samples
+from asyncsdk.sandbox import Sandbox
+from webhooks import Registry
+
+COOKBOOK = ROOT / "docs" / "cookbook.md"
+TOKEN = "cookbook-" + "t0k3n" * 6
+STAGING = ToolSlug.VIRTUAL_STAGING
+BEDROOM = str(samples.path("bedroom-empty.jpg"))
+KITCHEN = samples.path("kitchen.jpg")
+WIDGETS = {"space": "bedroom", "style": "modern"}
+RECIPES = {
+    "batch-folder",
+    "mount-receiver",
+    "webhook-or-poll",
+    "redis-receivers",
+    "sandbox-fixture",
+    "chaos",
+    "masks",
+    "widgets",
+    "errors",
+    "settings",
+}
+
+
+def rgb(source: Path | io.BytesIO) -> Image.Image:
+    with Image.open(source) as image:
+        return image.convert("RGB")
+
+
+async def until(condition: Callable[[], bool], seconds: float = 10.0) -> None:
+    """Return once ``condition()`` holds; fail after ``seconds``."""
+    async with asyncio.timeout(seconds):
+        while not condition():  # noqa: ASYNC110 - the state lives in the recipe's handler
+            await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+async def served() -> AsyncIterator[Callable[[web.Application], Any]]:
+    """Serves apps on 127.0.0.1 (port 0) for the test; all are closed afterwards."""
+    servers: list[TestServer] = []
+
+    async def serve(app: web.Application) -> TestServer:
+        server = TestServer(app, host="127.0.0.1", port=0)
+        await server.start_server()
+        servers.append(server)
+        return server
+
+    yield serve
+    for server in reversed(servers):
+        await server.close()
+
+
+def test_the_cookbook_has_every_recipe_and_only_tested_blocks() -> None:
+    assert set(code_blocks(COOKBOOK)) == RECIPES
+    # A python block without a test marker would be a recipe that nothing runs.
+    assert COOKBOOK.read_text(encoding="utf-8").count("```python") == len(RECIPES)
+
+
+async def test_batch_folder_stages_every_photo_with_a_progress_bar(
+    sandbox: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recipe = run_block(COOKBOOK, "batch-folder")
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    for name in ("bedroom-empty.jpg", "living-room-empty.jpg", "kitchen.jpg"):
+        shutil.copy(samples.path(name), folder / name)
+    (folder / "notes.txt").write_text("not a photo\n")
+    (folder / "broken.png").write_bytes(b"not a png either")
+    async with sandbox.client() as client:
+        outcomes = await recipe["stage_folder"](client, folder, tmp_path / "staged")
+    assert outcomes.pop("broken.png").startswith("error: ")
+    assert outcomes == dict.fromkeys(
+        ["bedroom-empty.jpg", "kitchen.jpg", "living-room-empty.jpg"], "done"
+    )
+    staged = sorted((tmp_path / "staged").iterdir())
+    assert [p.name for p in staged] == [
+        "bedroom-empty-staged-1.jpg",
+        "kitchen-staged-1.jpg",
+        "living-room-empty-staged-1.jpg",
+    ]
+    assert all(p.read_bytes().startswith(b"\xff\xd8\xff") for p in staged)  # JPEG files
+    err = capsys.readouterr().err
+    assert err.startswith("\r[------------------------------] 0/4 photos, 0 failed")
+    assert err.endswith("\r[" + "#" * 30 + "] 4/4 photos, 1 failed\n")
+    assert sandbox.stats.processes_created == 3
+
+
+async def test_the_receiver_mounted_in_an_existing_app_keeps_results(
+    sandbox: Sandbox, tmp_path: Path, served: Callable[[web.Application], Any]
+) -> None:
+    recipe = run_block(COOKBOOK, "mount-receiver")
+    app = recipe["existing_app"]()
+    recipe["add_webhooks"](app, TOKEN, str(tmp_path / "webhooks.sqlite3"))
+    server = await served(app)
+    sandbox.register_webhook(str(server.make_url(f"/hooks/{TOKEN}")))
+    async with sandbox.client() as client:
+        process = await client.run(STAGING, BEDROOM, widgets=WIDGETS)
+    results = app[recipe["RESULTS"]]
+    await until(lambda: process.id in results)
+    assert len(results[process.id]) == 1
+    assert results[process.id][0].split("?")[0] == process.final_assets[0].src.split("?")[0]
+    async with aiohttp.ClientSession() as session:
+        health = await session.get(server.make_url("/health"))
+        assert await health.json() == {"ok": True}
+    assert (tmp_path / "webhooks.sqlite3").exists()
+
+
+async def test_the_result_comes_by_webhook_without_a_poll(
+    sandbox: Sandbox, served: Callable[[web.Application], Any]
+) -> None:
+    recipe = run_block(COOKBOOK, "webhook-or-poll")
+    async with Registry() as registry:
+        server = await served(recipe["receiver_app"](TOKEN, registry))
+        sandbox.register_webhook(str(server.make_url(f"/hooks/{TOKEN}")))
+        async with sandbox.client() as client:
+            process = await recipe["stage"](client, registry, BEDROOM)
+    assert process.status == ProcessStatus.DONE
+    assert process.final_assets
+    assert sandbox.stats.requests["GET /v3/process/{id}"] == 0
+
+
+async def test_without_a_webhook_the_wait_falls_back_to_polling(sandbox: Sandbox) -> None:
+    recipe = run_block(COOKBOOK, "webhook-or-poll")
+    async with Registry() as registry:
+        registry.set_healthy(True)  # a receiver that is up, but no webhook ever comes
+        started = asyncio.get_running_loop().time()
+        async with sandbox.client() as client:
+            process = await recipe["stage"](client, registry, BEDROOM, webhook_grace=0.2)
+        waited = asyncio.get_running_loop().time() - started
+    assert process.status == ProcessStatus.DONE
+    assert sandbox.stats.requests["GET /v3/process/{id}"] >= 1
+    assert waited >= 0.2
+
+
+@pytest.mark.redis
+async def test_three_receivers_on_redis_handle_each_event_once(
+    sandbox: Sandbox,
+    redis_url: str,
+    redis_prefix: str,
+    raw_redis: redis.asyncio.Redis,
+    served: Callable[[web.Application], Any],
+) -> None:
+    recipe = run_block(COOKBOOK, "redis-receivers")
+    apps = [recipe["make_app"](TOKEN, redis_url, redis_prefix) for _ in range(3)]
+    for app in apps:
+        server = await served(app)
+        # Every event goes to all three, as a load balancer retrying on each of them would.
+        sandbox.register_webhook(str(server.make_url(f"/hooks/{TOKEN}")))
+    registries = [app[recipe["REGISTRY"]] for app in apps]
+    async with sandbox.client() as client:
+        processes = await asyncio.gather(
+            *(client.run(STAGING, BEDROOM, widgets=WIDGETS, registry=r) for r in registries)
+        )
+    ids = {process.id for process in processes}
+    assert len(ids) == 3
+    assert all(process.status == ProcessStatus.DONE for process in processes)
+    handled = f"{redis_prefix}handled"
+
+    async def count() -> int:
+        return int(await raw_redis.get(handled) or 0)
+
+    async with asyncio.timeout(15):
+        while await count() < 3:  # noqa: ASYNC110 - the state lives in Redis
+            await asyncio.sleep(0.05)
+    await sandbox.wait_idle()
+    await asyncio.sleep(0.3)  # time for a wrongly repeated handler run to show
+    assert await count() == 3
+    statuses = await raw_redis.hgetall(f"{redis_prefix}status")
+    assert {key.decode(): value.decode() for key, value in statuses.items()} == dict.fromkeys(
+        ids, "done"
+    )
+    # A waiter on any instance gets the event, whichever instance stored it.
+    for registry in registries:
+        event = await registry.wait(processes[0].id, timeout=5)
+        assert event.status == "done"
+    assert sandbox.stats.requests["GET /v3/process/{id}"] == 0
+
+
+def test_the_sandbox_fixture_and_chaos_recipes_pass_as_a_test_suite(tmp_path: Path) -> None:
+    # Run as a user's own test files in a separate pytest, with the installed sandbox plugin.
+    (tmp_path / "test_my_service.py").write_text(code_block(COOKBOOK, "sandbox-fixture"))
+    (tmp_path / "test_chaos.py").write_text(code_block(COOKBOOK, "chaos"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ASYNCSDK_", "PYTEST_"))}
+    run = subprocess.run(
+        [
+            *(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error"),
+            *("-o", "asyncio_default_fixture_loop_scope=function", str(tmp_path)),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "5 passed" in run.stdout
+
+
+async def test_mask_recipes_remove_the_box(
+    sandbox: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recipe = run_block(COOKBOOK, "masks")
+    photo = rgb(KITCHEN)
+    white = Image.new("RGB", photo.size, "black")
+    ImageDraw.Draw(white).rectangle(samples.KITCHEN_BOX, fill="white")
+    white_path = tmp_path / "white-mask.png"
+    white.save(white_path)
+    async with sandbox.client() as client:
+        by_box = await recipe["remove_by_rectangle"](client, KITCHEN, samples.KITCHEN_BOX)
+        by_paint = await recipe["remove_by_painted_mask"](client, KITCHEN, white_path)
+        for process in (by_box, by_paint):
+            assert process.status == ProcessStatus.DONE
+            result = io.BytesIO()
+            await client.download(process.final_assets[0], result)
+            # The cardboard box is gone: its area no longer looks like it did.
+            before = ImageStat.Stat(photo.crop(samples.BOX_DRAWN)).mean
+            after = ImageStat.Stat(rgb(result).crop(samples.BOX_DRAWN)).mean
+            assert sum(abs(a - b) for a, b in zip(before, after, strict=True)) > 30
+    share = (samples.KITCHEN_BOX[2] - samples.KITCHEN_BOX[0]) * (
+        samples.KITCHEN_BOX[3] - samples.KITCHEN_BOX[1]
+    )
+    printed = capsys.readouterr().out
+    assert printed.startswith("removing ")
+    percent = float(printed.split()[1].rstrip("%"))
+    assert abs(percent - 100 * share / (photo.width * photo.height)) < 0.2
+    recipe["draw_mask"](KITCHEN, tmp_path / "mask.png")
+    report = check_mask(tmp_path / "mask.png", KITCHEN)
+    assert (report.width, report.height) == photo.size
+    assert report.remove_pixels > 160 * 250  # the rectangle alone
+
+
+async def test_widget_choices_and_a_misspelt_value(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recipe = run_block(COOKBOOK, "widgets")
+    async with sandbox.client() as client:
+        choices = await recipe["widget_choices"](client, STAGING)
+    assert {"bedroom", "living-room"} <= set(choices["space"])
+    assert {"modern", "scandinavian"} <= set(choices["style"])
+    monkeypatch.setenv("ASYNCSDK_API_KEY", sandbox.api_key)
+    monkeypatch.setenv("ASYNCSDK_BASE_URL", sandbox.base_url)
+    await recipe["main"](BEDROOM)
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("space: ") and "bedroom" in line for line in lines)
+    assert "bedrom" in lines[-1]
+    assert "'bedroom'" in lines[-1]
+    assert sandbox.stats.orders_created == 0  # refused before the upload
+
+
+def _chaos(**rule: Any) -> Callable[[Sandbox], None]:
+    return lambda sb: sb.chaos.add(**rule)
+
+
+def _config(**settings: Any) -> Callable[[Sandbox], None]:
+    def change(sb: Sandbox) -> None:
+        for name, value in settings.items():
+            setattr(sb.config, name, value)
+
+    return change
+
+
+def _nothing(sb: Sandbox) -> None:
+    pass
+
+
+NOT_A_PHOTO = "not-a-photo.txt"
+ERROR_CASES = {
+    "done": (_nothing, {}, BEDROOM, WIDGETS, "done: 1 image(s)"),
+    "catalogue": (_nothing, {}, BEDROOM, {"space": "bedrom", "style": "modern"}, "fix the widgets"),
+    "upload": (_nothing, {}, NOT_A_PHOTO, WIDGETS, "fix the photo"),
+    "validation": (_nothing, {}, BEDROOM, {"space": ""}, "fix the call"),
+    "configuration": (_nothing, {"closed": True}, BEDROOM, WIDGETS, "fix the configuration"),
+    "401": (_nothing, {"api_key": "sk_not_a_key"}, BEDROOM, WIDGETS, "the API key is wrong"),
+    "403": (_chaos(path="/v3/process", status=403), {}, BEDROOM, WIDGETS, "your plan"),
+    "429": (
+        _chaos(path="/v3/order", kind="rate_limit", retry_after=120),
+        {},
+        BEDROOM,
+        WIDGETS,
+        "rate limited: try again in 120 s",
+    ),
+    "404": (_chaos(path="/v3/process/{id}", status=404), {}, BEDROOM, WIDGETS, "not found"),
+    "400": (_chaos(path="/v3/process", status=400), {}, BEDROOM, WIDGETS, "the service refused"),
+    "5xx": (
+        _chaos(path="/v3/process", status=503),
+        {},
+        BEDROOM,
+        WIDGETS,
+        "the service failed (503)",
+    ),
+    "timeout": (
+        _chaos(path="/v3/order", kind="slow", delay=2),
+        {"timeout": 0.3},
+        BEDROOM,
+        WIDGETS,
+        "the service did not answer in time",
+    ),
+    "connection": (
+        _chaos(path="/v3/process", kind="drop_after"),
+        {},
+        BEDROOM,
+        WIDGETS,
+        "the service could not be reached",
+    ),
+    "decode": (
+        _chaos(path="/v3/order", kind="truncated_json"),
+        {},
+        BEDROOM,
+        WIDGETS,
+        "the answer was not understood",
+    ),
+    "failed": (
+        _config(fail_tools=frozenset({STAGING})),
+        {},
+        BEDROOM,
+        WIDGETS,
+        "the service could not process this photo",
+    ),
+    "wait-timeout": (
+        _config(processing_delay=math.inf),
+        {"wait": 0.3},
+        BEDROOM,
+        WIDGETS,
+        "still running; check back later",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ERROR_CASES))
+async def test_every_error_gets_its_own_answer(case: str, sandbox: Sandbox, tmp_path: Path) -> None:
+    recipe = run_block(COOKBOOK, "errors")
+    setup, options, photo, widgets, expected = ERROR_CASES[case]
+    if photo == NOT_A_PHOTO:
+        photo = str(tmp_path / NOT_A_PHOTO)
+        Path(photo).write_text("a text file\n")  # noqa: ASYNC240 - a few bytes in a tmp folder
+    setup(sandbox)
+    closed = options.pop("closed", False)
+    wait = options.pop("wait", 600)
+    client = sandbox.client(**options)
+    try:
+        if closed:
+            await client.close()
+        answer = await recipe["stage"](client, photo, widgets, timeout=wait)
+    finally:
+        await client.close()
+    assert answer.startswith(expected), answer
+
+
+async def test_the_patient_client_waits_through_503s(sandbox: Sandbox) -> None:
+    recipe = run_block(COOKBOOK, "settings")
+    client: asyncsdk.Client = recipe["patient_client"](
+        api_key=sandbox.api_key, base_url=sandbox.base_url
+    )
+    async with client:
+        assert client.settings.timeout == asyncsdk.Timeout(connect=5, total=120)
+        assert client.settings.retry == asyncsdk.RetryPolicy(
+            max_retries=5, backoff_initial=1.0, backoff_max=20.0, max_retry_after=30.0
+        )
+        assert client.settings.min_poll_interval == 10.0
+        order = await client.orders.create(BEDROOM)
+        sandbox.chaos.add(method="GET", path="/v3/order/{id}", status=503, times=1)
+        sandbox.chaos.add(method="GET", path="/v3/order/{id}", kind="slow", delay=0.2, times=1)
+        assert await recipe["order_status"](client, order.order_id) == "idle"
+    assert sandbox.stats.chaos_fired == {"status": 1, "slow": 1}
