@@ -28,6 +28,7 @@ from asyncsdk._catalogue import (
     WidgetSelection,
 )
 from asyncsdk._client import Client, ClientSettings
+from asyncsdk._convert import make_converter as _make_converter
 from asyncsdk._errors import (
     APIConnectionError,
     APIDecodeError,
@@ -93,6 +94,10 @@ from asyncsdk._v1map import (
 from asyncsdk._waiter import ResultWaiter
 
 __version__ = "0.1.0"
+
+structure = _make_converter().structure
+"""``structure(value, cls)``: build ``cls`` (a model such as :class:`ProcessCompleted`) from
+decoded JSON with the converter the client uses (lenient on unknown keys)."""
 
 __all__ = [
     "MAX_UPLOAD_BYTES",
@@ -166,6 +171,7 @@ __all__ = [
     "check_mask",
     "convert_white_mask",
     "mask_from_shapes",
+    "structure",
     "translate_v1_submit",
     "v1_service_to_tool",
     "v1_space_to_item",

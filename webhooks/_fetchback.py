@@ -17,7 +17,7 @@ from typing import Protocol
 
 import attrs
 
-from asyncsdk._models import Process, ProcessCompleted, ProcessStatus
+from asyncsdk import Process, ProcessCompleted, ProcessStatus
 
 __all__ = [
     "Confirmed",

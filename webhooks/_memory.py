@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from asyncsdk._models import ProcessCompleted
+from asyncsdk import ProcessCompleted
 from webhooks._store import (
     DEFAULT_CLAIM_TIMEOUT,
     DEFAULT_DEDUP_RETENTION,

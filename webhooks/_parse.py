@@ -21,7 +21,7 @@ from typing import Any, Final
 
 import attrs
 
-from asyncsdk._models import ProcessCompleted, ResultAsset
+from asyncsdk import ProcessCompleted, ResultAsset
 
 __all__ = [
     "EVENT_PROCESS_COMPLETED",

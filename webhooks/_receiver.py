@@ -35,8 +35,7 @@ from aiohttp import hdrs, web
 from aiohttp.web_log import AccessLogger
 from multidict import CIMultiDictProxy
 
-from asyncsdk._errors import ConfigurationError
-from asyncsdk._models import ProcessCompleted
+from asyncsdk import ConfigurationError, ProcessCompleted
 from webhooks._fetchback import ProcessClient
 from webhooks._memory import MemoryInbox
 from webhooks._metrics import Metrics

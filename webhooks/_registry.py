@@ -7,7 +7,7 @@
     await registry.wait(pid) ───┐     await registry.resolve(event)
                                 └───────────── wakes every waiter of event.process_id
 
-:class:`Registry` implements both halves: :class:`asyncsdk._waiter.ResultWaiter` (``healthy`` and
+:class:`Registry` implements both halves: :class:`asyncsdk.ResultWaiter` (``healthy`` and
 ``wait``) for the client, and the receiver's sink (``resolve`` and ``set_healthy``).
 
 Guarantees
@@ -38,8 +38,7 @@ from typing import Any, Final, Self
 
 import attrs
 
-from asyncsdk._errors import AsyncSDKError, ConfigurationError, WaitTimeoutError
-from asyncsdk._models import ProcessCompleted
+from asyncsdk import AsyncSDKError, ConfigurationError, ProcessCompleted, WaitTimeoutError
 
 __all__ = [
     "DEFAULT_KEEP_FOR",

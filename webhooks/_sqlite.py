@@ -29,8 +29,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from asyncsdk._errors import ConfigurationError
-from asyncsdk._models import ProcessCompleted
+from asyncsdk import ConfigurationError, ProcessCompleted
 from webhooks._store import (
     DEFAULT_CLAIM_TIMEOUT,
     DEFAULT_DEDUP_RETENTION,

@@ -101,8 +101,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 import attrs
 
-from asyncsdk._convert import make_converter
-from asyncsdk._models import ProcessCompleted, ResultAsset
+from asyncsdk import ProcessCompleted, ResultAsset, structure
 
 __all__ = [
     "DEFAULT_CLAIM_TIMEOUT",
@@ -270,9 +269,6 @@ class KeptEvents:
         return kept[1]
 
 
-_CONVERTER = make_converter()
-
-
 _ENCODE: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 """``json.dumps`` with the storage form's options, built once (``dumps`` builds one per call)."""
 
@@ -350,7 +346,7 @@ def decode_event(data: bytes | str) -> ProcessCompleted:
             )
     except (AttributeError, TypeError):
         pass
-    return _CONVERTER.structure(value, ProcessCompleted)
+    return structure(value, ProcessCompleted)
 
 
 _EVENT_KEYS: Final = frozenset((*_EVENT_FIELDS, "final_assets"))

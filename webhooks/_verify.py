@@ -29,7 +29,7 @@ from typing import Final, Protocol, runtime_checkable
 
 import attrs
 
-from asyncsdk._errors import ConfigurationError
+from asyncsdk import ConfigurationError
 from webhooks._parse import Rejection
 
 __all__ = [

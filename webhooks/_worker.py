@@ -36,7 +36,7 @@ from typing import Any, Final
 
 import attrs
 
-from asyncsdk._models import ProcessCompleted
+from asyncsdk import ProcessCompleted
 from webhooks._fetchback import NotFinished, ProcessClient, confirm
 from webhooks._metrics import Metrics
 from webhooks._store import AtomicInbox, Inbox, InboxEntry, ResultSink

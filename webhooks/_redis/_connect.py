@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import yarl
 
-from asyncsdk._errors import ConfigurationError
+from asyncsdk import ConfigurationError
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis

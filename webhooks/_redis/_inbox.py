@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from asyncsdk._errors import ConfigurationError
+from asyncsdk import ConfigurationError
 from webhooks._redis import _scripts
 from webhooks._redis._connect import (
     DEFAULT_PREFIX,
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from redis.asyncio import Redis
     from redis.commands.core import AsyncScript
 
-    from asyncsdk._models import ProcessCompleted
+    from asyncsdk import ProcessCompleted
 
 __all__ = ["RedisInbox", "RedisWrites"]
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final, Self
 
 import attrs
 
-from asyncsdk._errors import ConfigurationError
+from asyncsdk import ConfigurationError
 from webhooks._redis import _scripts
 from webhooks._redis._connect import (
     DEFAULT_PREFIX,
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from redis.asyncio.client import PubSub
     from redis.commands.core import AsyncScript
 
-    from asyncsdk._models import ProcessCompleted
+    from asyncsdk import ProcessCompleted
 
 __all__ = ["RedisRegistry"]
 
