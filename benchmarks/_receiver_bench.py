@@ -120,7 +120,7 @@ async def serve(
         elif store == "sqlite":
             inbox = SQLiteInbox(Path(workdir) / "inbox.db")
         elif store == "redis":
-            from webhooks._redis import RedisInbox
+            from webhooks import RedisInbox
 
             inbox = RedisInbox(redis_url, prefix=prefix)
         else:

@@ -87,7 +87,7 @@ def workdir(prefix: str) -> Iterator[Path]:
 def redis_problem() -> str | None:
     """None when the Redis backends can be used, else why not."""
     try:
-        from webhooks._redis import RedisInbox, RedisRegistry  # noqa: F401 - importability
+        from webhooks import RedisInbox, RedisRegistry  # noqa: F401 - importability
     except Exception as exc:  # any failure to import is the reason to report
         return f"webhooks._redis does not import: {type(exc).__name__}: {exc}"
     try:

@@ -73,8 +73,7 @@ async def run_node(url: str, prefix: str, name: str, claim_timeout: float) -> No
     from aiohttp import web
 
     from asyncsdk import ProcessCompleted
-    from webhooks import TokenVerifier, WebhookReceiver
-    from webhooks._redis import RedisInbox, RedisRegistry, RedisWrites
+    from webhooks import RedisInbox, RedisRegistry, RedisWrites, TokenVerifier, WebhookReceiver
 
     recorder = redis.asyncio.Redis.from_url(url)
     registry = RedisRegistry(url, prefix=prefix)
@@ -361,7 +360,7 @@ class Options:
 async def soak(options: Options) -> dict[str, Any]:
     import redis.asyncio
 
-    from webhooks._redis import RedisInbox, RedisRegistry
+    from webhooks import RedisInbox, RedisRegistry
 
     rng = random.Random(options.seed)
     run = uuid.uuid4().hex[:8]

@@ -18,7 +18,7 @@ from typing import Final
 import pytest
 from whtools import eventually
 
-from asyncsdk._models import ProcessCompleted, ResultAsset
+from asyncsdk import ProcessCompleted, ResultAsset
 from webhooks import Inbox, InboxEntry, InboxUnavailableError, UnknownEntryError
 
 CLAIM_TIMEOUT: Final = 0.3
