@@ -188,15 +188,13 @@ class Dispatcher:
         try:
             async with asyncio.timeout(self.fetch_timeout):
                 process = await self.client.processes.get(delivered.process_id)
+        except NotFoundError:
+            logger.warning("webhook for unknown process %r dropped as forged", delivered.process_id)
+            self.metrics.forged += 1
+            await self.inbox.ack(entry.id)
+            self.settled()
+            return None
         except Exception as exc:
-            if isinstance(exc, NotFoundError):
-                logger.warning(
-                    "webhook for unknown process %r dropped as forged", delivered.process_id
-                )
-                self.metrics.forged += 1
-                await self.inbox.ack(entry.id)
-                self.settled()
-                return None
             await self._fail(entry, f"fetch-back failed: {exc!r}")
             return None
         verdict = confirm(delivered, process)
