@@ -83,6 +83,7 @@ from asyncsdk._models import (
     Widget,
     WidgetItem,
 )
+from asyncsdk._protocol.convert import structure
 from asyncsdk._protocol.retry import RetryPolicy
 from asyncsdk._resources import ResultWaiter
 from asyncsdk._settings import ClientSettings, Timeout
@@ -162,6 +163,7 @@ __all__ = [
     "check_mask",
     "convert_white_mask",
     "mask_from_shapes",
+    "structure",
     "translate_v1_submit",
     "v1_service_to_tool",
     "v1_space_to_item",

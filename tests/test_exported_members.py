@@ -89,6 +89,8 @@ PUBLIC = {
     "V1MappingError",
     "V1Translation",
     "V1_ENDPOINTS",
+    # decoding stored JSON into the models
+    "structure",
     # metadata
     "__version__",
 }

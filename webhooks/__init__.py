@@ -5,38 +5,41 @@ an :class:`Inbox` (atomic dedup on (event, process_id, status)) before answering
 handlers from the inbox in a worker pool with retries and dead letters.
 """
 
-from webhooks._fetchback import KnownProcessFilter, ProcessClient
-from webhooks._memory import MemoryInbox
+from webhooks._contract import (
+    AtomicInbox,
+    Delivery,
+    Ignored,
+    Inbox,
+    InboxEntry,
+    InboxError,
+    InboxUnavailableError,
+    Parsed,
+    ProcessClient,
+    RegistrySink,
+    Rejection,
+    ResultSink,
+    UnknownEntryError,
+    Verifier,
+)
+from webhooks._dispatch import AtomicHandler, Handler
+from webhooks._fetchback import KnownProcessFilter
+from webhooks._intake import RedactingAccessLogger
 from webhooks._metrics import LatencyHistogram, Metrics
-from webhooks._parse import Ignored, Parsed, Rejection, parse_delivery
+from webhooks._parse import parse_delivery
 from webhooks._postgres import PostgresInbox, PostgresRegistry, PostgresWrites
-from webhooks._receiver import RECEIVER_KEY, RedactingAccessLogger, WebhookReceiver
-from webhooks._redis import RedisInbox, RedisRegistry, RedisWrites
+from webhooks._receiver import RECEIVER_KEY, WebhookReceiver
+from webhooks._redis import RedisRegistry
+from webhooks._redis._writes import RedisWrites
 from webhooks._registry import (
     Registry,
     RegistryClosedError,
     RegistryStats,
     RegistryUnavailableError,
 )
-from webhooks._sqlite import SQLiteInbox
-from webhooks._store import (
-    AtomicInbox,
-    Inbox,
-    InboxEntry,
-    InboxError,
-    InboxUnavailableError,
-    RegistrySink,
-    ResultSink,
-    UnknownEntryError,
-)
-from webhooks._verify import (
-    Delivery,
-    NoVerification,
-    StandardWebhooksVerifier,
-    TokenVerifier,
-    Verifier,
-)
-from webhooks._worker import AtomicHandler, Handler
+from webhooks._verify import NoVerification, StandardWebhooksVerifier, TokenVerifier
+from webhooks.inboxes.memory import MemoryInbox
+from webhooks.inboxes.redis import RedisInbox
+from webhooks.inboxes.sqlite import SQLiteInbox
 
 __all__ = [
     "RECEIVER_KEY",

@@ -13,31 +13,17 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Container
-from typing import Protocol
 
 import attrs
 
-from asyncsdk._models import Process, ProcessCompleted, ProcessStatus
+from asyncsdk import Process, ProcessCompleted, ProcessStatus
 
 __all__ = [
     "Confirmed",
     "KnownProcessFilter",
     "NotFinished",
-    "ProcessClient",
-    "ProcessesAPI",
     "confirm",
 ]
-
-
-class ProcessesAPI(Protocol):
-    async def get(self, process_id: str) -> Process: ...
-
-
-class ProcessClient(Protocol):
-    """Anything with ``processes.get(process_id) -> Process`` (``asyncsdk.Client`` fits)."""
-
-    @property
-    def processes(self) -> ProcessesAPI: ...
 
 
 @attrs.frozen

@@ -21,14 +21,12 @@ from typing import Any, Final
 
 import attrs
 
-from asyncsdk._models import ProcessCompleted, ResultAsset
+from asyncsdk import ProcessCompleted, ResultAsset
+from webhooks._contract import Ignored, Parsed, Rejection
 
 __all__ = [
     "EVENT_PROCESS_COMPLETED",
     "MAX_JSON_DEPTH",
-    "Ignored",
-    "Parsed",
-    "Rejection",
     "check_content_type",
     "json_depth_exceeds",
     "parse_body",
@@ -56,28 +54,6 @@ _STRUCTURAL = re.compile(rb'[\[\]{}"\\]')
 _MISSING: Final = object()
 _PLAIN_JSON: Final = frozenset(("application/json", "application/json; charset=utf-8"))
 """The usual spellings of an accepted content type, recognised without parsing."""
-
-
-@attrs.frozen
-class Rejection:
-    """Refuse the delivery with ``status``; ``code`` is the metrics label, ``reason`` the text."""
-
-    status: int
-    code: str
-    reason: str
-
-
-@attrs.frozen
-class Ignored:
-    """A valid delivery this receiver does not act on (answered 2xx, counted under ``code``)."""
-
-    code: str
-    reason: str
-
-
-@attrs.frozen
-class Parsed:
-    event: ProcessCompleted
 
 
 _EMPTY_BODY: Final = Rejection(400, "empty_body", "empty body; send the event as a JSON object")

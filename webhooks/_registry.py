@@ -7,7 +7,7 @@
     await registry.wait(pid) ───┐     await registry.resolve(event)
                                 └───────────── wakes every waiter of event.process_id
 
-:class:`Registry` implements both halves: :class:`asyncsdk._waiter.ResultWaiter` (``healthy`` and
+:class:`Registry` implements both halves: :class:`asyncsdk.ResultWaiter` (``healthy`` and
 ``wait``) for the client, and the receiver's sink (``resolve`` and ``set_healthy``).
 
 Guarantees
@@ -34,12 +34,11 @@ import math
 from collections import deque
 from collections.abc import Callable, Iterable
 from types import TracebackType
-from typing import Any, Final, Self
+from typing import Final, Self
 
 import attrs
 
-from asyncsdk._errors import AsyncSDKError, ConfigurationError, WaitTimeoutError
-from asyncsdk._models import ProcessCompleted
+from asyncsdk import AsyncSDKError, ConfigurationError, ProcessCompleted, WaitTimeoutError
 
 __all__ = [
     "DEFAULT_KEEP_FOR",
@@ -141,9 +140,19 @@ class Registry:
     Safe to create outside a running event loop; use it from one loop only.
     """
 
-    keep_for: float = attrs.field(default=DEFAULT_KEEP_FOR, validator=_check_keep_for, kw_only=True)
+    keep_for: float = attrs.field(
+        default=DEFAULT_KEEP_FOR,
+        validator=_check_keep_for,
+        kw_only=True,
+        on_setattr=attrs.setters.validate,
+    )
     """Seconds an event stays available to later waiters (``0`` keeps nothing)."""
-    max_kept: int = attrs.field(default=DEFAULT_MAX_KEPT, validator=_check_max_kept, kw_only=True)
+    max_kept: int = attrs.field(
+        default=DEFAULT_MAX_KEPT,
+        validator=_check_max_kept,
+        kw_only=True,
+        on_setattr=attrs.setters.validate,
+    )
     """Most events kept at once; the oldest are dropped first."""
     _healthy: bool = attrs.field(default=False, kw_only=True, alias="healthy")
     _waiters: dict[str, _Waiter | set[_Waiter]] = attrs.field(factory=dict, init=False)
@@ -156,17 +165,9 @@ class Registry:
     _closed: bool = attrs.field(default=False, init=False)
     # Timer callbacks need no context variables; sharing one context saves a copy per waiter.
     _timer_context: contextvars.Context = attrs.field(factory=contextvars.Context, init=False)
-    # Called when a process id gets its first waiter, after that waiter is enrolled (so whatever
-    # the hook starts may resolve it).  The Redis registry schedules a read of the result key here.
-    _on_new_id: Callable[[str], None] | None = attrs.field(default=None, init=False)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        # Only the public options are validated on assignment; attrs' generated __setattr__
-        # would cost every internal write on the resolve path several times as much.
-        if name in _VALIDATED_ON_SET:
-            check, attribute = _VALIDATED_ON_SET[name]
-            check(self, attribute, value)
-        object.__setattr__(self, name, value)
+    on_first_waiter: Callable[[str], None] | None = attrs.field(default=None, kw_only=True)
+    """Called with a process id when it gets its first waiter, after that waiter is enrolled (so
+    whatever it starts may resolve it); :class:`~webhooks.RedisRegistry` reads the result key."""
 
     # -- ResultWaiter -------------------------------------------------------------------------
 
@@ -319,8 +320,8 @@ class Registry:
         entry = self._waiters.get(process_id)
         if entry is None:
             self._waiters[process_id] = fut
-            if self._on_new_id is not None:
-                self._on_new_id(process_id)
+            if self.on_first_waiter is not None:
+                self.on_first_waiter(process_id)
         elif isinstance(entry, set):
             entry.add(fut)
         else:
@@ -382,12 +383,6 @@ class Registry:
                 return
             self._drop_oldest()
         self._kept = {}  # all expired: give the table's memory back
-
-
-_VALIDATED_ON_SET: Final[dict[str, tuple[Callable[[Any, Any, Any], None], Any]]] = {
-    "keep_for": (_check_keep_for, attrs.fields(Registry).keep_for),
-    "max_kept": (_check_max_kept, attrs.fields(Registry).max_kept),
-}
 
 
 def _closed_error(process_id: str) -> RegistryClosedError:

@@ -24,21 +24,19 @@ import hashlib
 import hmac
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Final, Protocol, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import Final
 
 import attrs
 
-from asyncsdk._errors import ConfigurationError
-from webhooks._parse import Rejection
+from asyncsdk import ConfigurationError
+from webhooks._contract import Delivery, Rejection
 
 __all__ = [
     "TOKEN_PARAM",
-    "Delivery",
     "NoVerification",
     "StandardWebhooksVerifier",
     "TokenVerifier",
-    "Verifier",
 ]
 
 TOKEN_PARAM: Final = "webhook_token"  # noqa: S105 - a route parameter name, not a secret
@@ -50,24 +48,13 @@ _MAX_SIGNATURES: Final = 16
 
 
 @attrs.frozen
-class Delivery:
-    """What a verifier sees of one request. ``headers`` keys are lower case."""
-
-    headers: Mapping[str, str]
-    path_params: Mapping[str, str]
-    body: bytes
-
-
-@runtime_checkable
-class Verifier(Protocol):
-    """Accept (``None``) or refuse (a :class:`Rejection`, normally 401) one delivery."""
-
-    def verify(self, delivery: Delivery) -> Rejection | None: ...
-
-
-@attrs.frozen
 class NoVerification:
     """Accept every delivery; pair it with fetch-back so that forged events change nothing."""
+
+    @property
+    def path_tokens(self) -> tuple[str, ...]:
+        """None: any path is accepted."""
+        return ()
 
     def verify(self, delivery: Delivery) -> Rejection | None:
         return None
@@ -226,6 +213,11 @@ class StandardWebhooksVerifier:
             "webhook-timestamp": str(ts),
             "webhook-signature": self.sign(msg_id, ts, body),
         }
+
+    @property
+    def path_tokens(self) -> tuple[str, ...]:
+        """None: the secret travels in the signature headers, never in the path."""
+        return ()
 
     def verify(self, delivery: Delivery) -> Rejection | None:
         headers = delivery.headers

@@ -126,7 +126,7 @@ async def run_sandbox(args: argparse.Namespace) -> int:
 
 def _redis_backends(url: str, prefix: str) -> tuple[Inbox, RedisRegistry]:
     """The Redis inbox, and the Redis registry that publishes each result to waiting clients."""
-    from webhooks._redis import RedisInbox, RedisRegistry
+    from webhooks import RedisInbox, RedisRegistry
 
     return RedisInbox(url, prefix=prefix), RedisRegistry(url, prefix=prefix)
 

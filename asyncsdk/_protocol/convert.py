@@ -23,7 +23,7 @@ from asyncsdk._models import (
     WidgetItem,
 )
 
-__all__ = ["make_converter", "unwrap_envelope"]
+__all__ = ["make_converter", "structure", "unwrap_envelope"]
 
 T = TypeVar("T")
 
@@ -114,3 +114,12 @@ def unwrap_envelope(body: Any) -> Any:
     ):
         return body["data"]
     return body
+
+
+_SHARED = make_converter()
+
+
+def structure(value: Any, cls: type[T]) -> T:
+    """Build ``cls`` (a model such as :class:`~asyncsdk.ProcessCompleted`) from decoded JSON with
+    the converter the client uses (lenient on unknown keys)."""
+    return _SHARED.structure(value, cls)

@@ -44,9 +44,13 @@ from asyncsdk import (
     ServerError,
     UnprocessableEntityError,
 )
+
+# Private: the command line's download step has no public name, and what it must never print
+# (a signed result URL) is checked here against it directly.
 from asyncsdk._cli._common import download
 from asyncsdk.sandbox import Sandbox, SandboxConfig
 from webhooks import (
+    Delivery,
     MemoryInbox,
     NoVerification,
     RedactingAccessLogger,
@@ -54,7 +58,6 @@ from webhooks import (
     TokenVerifier,
     WebhookReceiver,
 )
-from webhooks._verify import Delivery
 
 from ._shared import SLOT, STAGING_WIDGETS, TOOL, eventually, photo
 

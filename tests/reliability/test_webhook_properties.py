@@ -42,12 +42,12 @@ from asyncsdk import ProcessCompleted, WaitTimeoutError
 from webhooks import (
     MemoryInbox,
     NoVerification,
+    Registry,
     StandardWebhooksVerifier,
     TokenVerifier,
     Verifier,
     WebhookReceiver,
 )
-from webhooks._registry import Registry
 
 EXAMPLES: Final = 400
 MAX_BODY: Final = 16 * 1024

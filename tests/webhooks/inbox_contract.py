@@ -18,7 +18,7 @@ from typing import Final
 import pytest
 from whtools import eventually
 
-from asyncsdk._models import ProcessCompleted, ResultAsset
+from asyncsdk import ProcessCompleted, ResultAsset
 from webhooks import Inbox, InboxEntry, InboxUnavailableError, UnknownEntryError
 
 CLAIM_TIMEOUT: Final = 0.3
@@ -57,6 +57,16 @@ class InboxContract:
         results = await asyncio.gather(*(inbox.put(event(), b"x") for _ in range(50)))
         assert results.count(True) == 1
         assert await inbox.pending_count() == 1
+
+    async def test_a_submitted_put_stores_even_if_its_caller_stops_waiting(
+        self, inbox: Inbox
+    ) -> None:
+        answer = inbox.submit_put(event("p-1"), b"x")
+        answer.cancel()  # a client that hung up, or the receiver's put_timeout
+        duplicate = inbox.submit_put(event("p-1"), b"x")
+        assert await duplicate is False  # the first write went ahead all the same
+        assert await inbox.submit_put(event("p-2"), b"y") is True
+        assert await inbox.pending_count() == 2
 
     async def test_claim_hands_out_entries_with_their_event_and_raw_body(
         self, inbox: Inbox

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from asyncsdk._models import ProcessCompleted
+from asyncsdk import ProcessCompleted
 from webhooks import SQLiteInbox, TokenVerifier, WebhookReceiver
 
 TOKEN = "tok-" + "a1b2c3d4" * 4

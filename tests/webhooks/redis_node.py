@@ -22,14 +22,19 @@ import os
 import signal
 import sys
 
+import attrs
 import redis.asyncio
 from aiohttp import web
 
-from asyncsdk._models import ProcessCompleted
-from webhooks import TokenVerifier, WebhookReceiver
-from webhooks._redis import RedisInbox, RedisRegistry, RedisWrites
-from webhooks._registry import RegistryClosedError
-from webhooks._store import encode_event
+from asyncsdk import ProcessCompleted
+from webhooks import (
+    RedisInbox,
+    RedisRegistry,
+    RedisWrites,
+    RegistryClosedError,
+    TokenVerifier,
+    WebhookReceiver,
+)
 
 CLAIM_TIMEOUT = 1.0
 WORKERS = 4
@@ -75,7 +80,7 @@ async def main(url: str, prefix: str, token: str, name: str, mode: str = "") -> 
             return web.json_response({"error": "timeout"}, status=504)
         except RegistryClosedError:
             return web.json_response({"error": "closed"}, status=503)
-        return web.Response(body=encode_event(event), content_type="application/json")
+        return web.json_response(attrs.asdict(event))
 
     async def close(_: web.Application) -> None:
         await registry.close()

@@ -18,10 +18,15 @@ from test_redis_multi_instance import TOKEN, payload, start_node, stop_node
 from whtools import HOOK, JSON, encode, idle, serve
 from whtools import payload as hook_payload
 
-from asyncsdk._errors import ConfigurationError
-from asyncsdk._models import ProcessCompleted
-from webhooks import AtomicInbox, MemoryInbox, TokenVerifier, WebhookReceiver
-from webhooks._redis import RedisInbox, RedisWrites
+from asyncsdk import ConfigurationError, ProcessCompleted
+from webhooks import (
+    AtomicInbox,
+    MemoryInbox,
+    RedisInbox,
+    RedisWrites,
+    TokenVerifier,
+    WebhookReceiver,
+)
 
 pytestmark = pytest.mark.redis
 

@@ -13,7 +13,7 @@ import pytest
 from registry_contract import MakeRegistry, RegistryContract, completed
 
 from webhooks import PostgresRegistry, RegistryUnavailableError
-from webhooks._store import encode_event  # the stored form, to write a result behind its back
+from webhooks._codec import encode_event  # the stored form, to write a result behind its back
 
 pytestmark = pytest.mark.postgres
 

@@ -9,9 +9,8 @@ import pytest
 import redis.asyncio
 from inbox_contract import CLAIM_TIMEOUT, InboxContract, claim_eventually, event
 
-from asyncsdk._errors import ConfigurationError
-from webhooks import Inbox, InboxError, InboxUnavailableError, UnknownEntryError
-from webhooks._redis import RedisInbox
+from asyncsdk import ConfigurationError
+from webhooks import Inbox, InboxError, InboxUnavailableError, RedisInbox, UnknownEntryError
 
 pytestmark = pytest.mark.redis
 
@@ -189,56 +188,3 @@ async def test_a_decoding_client_is_refused(redis_url: str) -> None:
             RedisInbox(client=client)
     finally:
         await client.aclose()
-
-
-def test_hiredis_packing_writes_what_redis_py_writes() -> None:
-    from redis.asyncio.connection import Connection
-    from redis.exceptions import DataError
-
-    from webhooks._redis._connect import packing_with_hiredis
-
-    packing = packing_with_hiredis(Connection)
-    assert packing is not Connection  # hiredis is installed with the dev extra
-    assert packing_with_hiredis(Connection) is packing
-    ours, theirs = packing(), Connection()
-    for args in [
-        ("EVALSHA", "f" * 40, 2, "k:1", "k:é", b"\x00raw\xff", 604800, 0.1, 1e-7, -3),
-        ("SCRIPT LOAD", "return 1"),  # a two-word command name: split as redis-py does
-        (b"CLIENT SETNAME", "name"),
-        ("SET", "k", memoryview(b"view")),
-        ("SET", "k", bytearray(b"array")),  # hiredis refuses it: redis-py's packer takes it
-    ]:
-        assert b"".join(ours.pack_command(*args)) == b"".join(theirs.pack_command(*args))
-    for bad in (None, True):  # redis-py's own error, as without hiredis
-        with pytest.raises(DataError):
-            ours.pack_command("SET", "k", bad)
-
-
-async def test_the_inbox_client_round_trips_values_through_redis(
-    redis_url: str, redis_prefix: str
-) -> None:
-    from webhooks._redis._connect import connect
-
-    client = connect(redis_url)
-    try:
-        await client.set(f"{redis_prefix}text", "ünïcode ✓")
-        await client.set(f"{redis_prefix}float", 0.1)
-        await client.set(f"{redis_prefix}bytes", b"\x00\xff")
-        assert await client.get(f"{redis_prefix}text") == "ünïcode ✓".encode()
-        assert await client.get(f"{redis_prefix}float") == b"0.1"
-        assert await client.get(f"{redis_prefix}bytes") == b"\x00\xff"
-        sha = await client.script_load("return ARGV[1]")
-        assert await client.evalsha(sha, 0, "é") == "é".encode()
-    finally:
-        await client.aclose()
-
-
-def test_a_url_asking_for_another_text_encoding_keeps_redis_pys_packer(redis_url: str) -> None:
-    from webhooks._redis._connect import connect
-
-    plain = connect(redis_url)
-    latin = connect(redis_url + "?encoding=latin-1")
-    assert plain.connection_pool.connection_class.pack_command is not (
-        latin.connection_pool.connection_class.pack_command
-    )
-    assert latin.connection_pool.connection_class is redis.asyncio.Connection

@@ -22,8 +22,8 @@ import attrs
 import pytest
 import redis.asyncio
 
-from webhooks._redis import RedisInbox
-from webhooks._store import decode_event
+from asyncsdk import ProcessCompleted, structure
+from webhooks import RedisInbox
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -158,7 +158,7 @@ async def test_three_receivers_lose_nothing_when_one_is_killed(
     async def wait_on(http: aiohttp.ClientSession, node: Node, pid: str) -> str:
         async with http.get(node.wait_url(pid)) as response:
             assert response.status == 200, await response.text()
-            return decode_event(await response.read()).process_id
+            return structure(json.loads(await response.read()), ProcessCompleted).process_id
 
     async with (
         aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as waiting,

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import attrs
 import pytest
 import redis.asyncio
 from registry_contract import MakeRegistry, RegistryContract, completed
 
-from webhooks._redis import RedisRegistry
-from webhooks._registry import RegistryUnavailableError
-from webhooks._store import encode_event
+from webhooks import RedisRegistry, RegistryUnavailableError
 
 pytestmark = pytest.mark.redis
 
@@ -78,7 +78,8 @@ async def test_a_result_published_while_the_subscription_is_down_still_arrives(
         (conn,) = [c for c in await raw_redis.client_list(_type="pubsub") if c["name"] == name]
         # Atomically: drop the subscription, then store and publish the result.  The message
         # reaches nobody; only the re-read after subscribing again can find the result.
-        event = encode_event(completed("p-1"))
+        # The stored form: the event as compact JSON, as the registry writes it.
+        event = json.dumps(attrs.asdict(completed("p-1")), separators=(",", ":"))
         async with raw_redis.pipeline(transaction=True) as tx:
             tx.client_kill_filter(_id=conn["id"])
             tx.set(f"{redis_prefix}result:p-1", event, px=60_000, nx=True)

@@ -10,11 +10,15 @@ from typing import Any
 
 import pytest
 
-from asyncsdk import ResultWaiter
-from asyncsdk._errors import AsyncSDKError, ConfigurationError, WaitTimeoutError
-from asyncsdk._models import ProcessCompleted, ResultAsset
-from webhooks import RegistrySink
-from webhooks._registry import Registry, RegistryClosedError, RegistryStats
+from asyncsdk import (
+    AsyncSDKError,
+    ConfigurationError,
+    ProcessCompleted,
+    ResultAsset,
+    ResultWaiter,
+    WaitTimeoutError,
+)
+from webhooks import Registry, RegistryClosedError, RegistrySink, RegistryStats
 
 
 def completed(process_id: str = "p-1", status: str = "done", src: str = "u1") -> ProcessCompleted:
@@ -243,9 +247,9 @@ async def test_the_redis_backends_name_the_extra_when_redis_py_is_missing() -> N
     # A fresh interpreter in which "import redis" fails, as in an install without the extra.
     code = (
         "import sys; sys.modules['redis'] = None\n"
-        "import webhooks, webhooks._redis\n"
-        "from asyncsdk._errors import ConfigurationError\n"
-        "for backend in (webhooks._redis.RedisInbox, webhooks._redis.RedisRegistry):\n"
+        "import webhooks\n"
+        "from asyncsdk import ConfigurationError\n"
+        "for backend in (webhooks.RedisInbox, webhooks.RedisRegistry):\n"
         "    try:\n"
         "        backend()\n"
         "    except ConfigurationError as exc:\n"

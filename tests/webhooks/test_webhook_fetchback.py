@@ -11,9 +11,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from whtools import JSON, Recorder, encode, idle, payload, serve, wait_until
 
-from asyncsdk._errors import NotFoundError, ServerError
-from asyncsdk._models import Process, ProcessCompleted
-from asyncsdk._protocol.convert import make_converter, unwrap_envelope
+from asyncsdk import NotFoundError, Process, ProcessCompleted, ServerError, structure
 from webhooks import MemoryInbox, NoVerification, WebhookReceiver
 
 
@@ -51,7 +49,6 @@ class ApiProcesses:
     def __init__(self, session: aiohttp.ClientSession, base: str) -> None:
         self._session = session
         self._base = base
-        self._converter = make_converter()
 
     async def get(self, process_id: str) -> Process:
         url = f"{self._base}/v3/process/{process_id}"
@@ -61,7 +58,7 @@ class ApiProcesses:
                 raise NotFoundError(body["error"], status=404, key=body["key"])
             if response.status >= 500:
                 raise ServerError(body["error"], status=response.status)
-            return self._converter.structure(unwrap_envelope(body), Process)
+            return structure(body, Process)
 
 
 class ApiClient:

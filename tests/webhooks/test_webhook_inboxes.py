@@ -29,7 +29,7 @@ class TestSQLiteInbox(InboxContract):
 
 
 async def test_a_long_memory_backlog_hands_out_every_event_as_stored() -> None:
-    # Past a few thousand waiting entries the memory inbox keeps events in their stored form.
+    # Thousands waiting: each is handed out in order, with its event and raw body as stored.
     inbox = MemoryInbox()
     events = [
         event(f"p-{n}", status="done" if n % 3 else "failed", src=f"https://x/{n}.jpg?é")
@@ -45,8 +45,8 @@ async def test_a_long_memory_backlog_hands_out_every_event_as_stored() -> None:
 
 
 async def test_a_long_memory_backlog_keeps_an_event_utf8_cannot_encode() -> None:
-    # JSON can carry a lone surrogate ("\ud800"); the stored form cannot.  The put must neither
-    # fail nor claim the key without storing the entry.
+    # JSON can carry a lone surrogate ("\ud800") that UTF-8 cannot; the memory inbox keeps the
+    # event as it came, however long its backlog, and never claims the key without the entry.
     inbox = MemoryInbox()
     for n in range(4096):
         assert await inbox.put(event(f"p-{n}"), b"x")

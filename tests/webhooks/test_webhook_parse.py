@@ -9,17 +9,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 from whtools import encode, payload
 
-from webhooks._parse import (
-    MAX_JSON_DEPTH,
-    Ignored,
-    Parsed,
-    Rejection,
-    json_depth_exceeds,
-    parse_body,
-    parse_delivery,
-)
+from webhooks import Ignored, Parsed, Rejection, parse_delivery
 
 CT = "application/json"
+MAX_JSON_DEPTH = 32
+"""The deepest nesting a delivery may have (the real payload is 3 levels deep)."""
+
+
+def too_deep(body: bytes) -> bool:
+    result = parse_delivery(body, CT)
+    return isinstance(result, Rejection) and result.code == "too_deep"
 
 
 def test_a_service_payload_parses_with_the_webhook_url_spelling() -> None:
@@ -102,9 +101,9 @@ def test_unknown_statuses_and_tools_parse() -> None:
 
 def test_depth_check_ignores_brackets_inside_strings() -> None:
     tricky = json.dumps({"s": "[" * 100 + '\\"{' * 50, "t": ["]]]]"]}).encode()
-    assert not json_depth_exceeds(tricky)
-    assert json_depth_exceeds(b"{" * (MAX_JSON_DEPTH + 1))
-    assert not json_depth_exceeds(b"[" * MAX_JSON_DEPTH + b"]" * MAX_JSON_DEPTH)
+    assert not too_deep(tricky)
+    assert too_deep(b"{" * (MAX_JSON_DEPTH + 1))
+    assert not too_deep(b"[" * MAX_JSON_DEPTH + b"]" * MAX_JSON_DEPTH)
 
 
 JSON_VALUES = st.recursive(
@@ -130,10 +129,10 @@ def test_any_bytes_get_a_verdict_never_an_exception(body: bytes) -> None:
 def test_a_lone_surrogate_escape_is_refused_and_a_pair_is_kept() -> None:
     lone = json.dumps(payload("p-\ud800-x")).encode()  # ensure_ascii writes "\ud800"
     assert b"\\ud800" in lone
-    refused = parse_body(lone)
+    refused = parse_delivery(lone, CT)
     assert isinstance(refused, Rejection)
     assert (refused.status, refused.code) == (400, "encoding")
     assert "surrogate" in refused.reason
-    paired = parse_body(json.dumps(payload("p-\U0001f600")).encode())  # "\ud83d\ude00"
+    paired = parse_delivery(json.dumps(payload("p-\U0001f600")).encode(), CT)  # "\ud83d\ude00"
     assert isinstance(paired, Parsed)
     assert paired.event.process_id == "p-\U0001f600"

@@ -27,8 +27,7 @@ from whtools import (
     wait_until,
 )
 
-from asyncsdk._errors import ConfigurationError
-from asyncsdk._models import ProcessCompleted
+from asyncsdk import ConfigurationError, ProcessCompleted
 from webhooks import (
     RECEIVER_KEY,
     Inbox,
@@ -574,7 +573,7 @@ async def test_a_client_hanging_up_mid_persist_loses_nothing_with_handler_cancel
 
 
 async def test_the_registry_wakes_waiters_before_handlers_and_tracks_health() -> None:
-    from webhooks._registry import Registry
+    from webhooks import Registry
 
     async with Registry() as registry:
         receiver = make(registry=registry)

@@ -8,7 +8,7 @@ import logging
 import pytest
 from whtools import HOOK, JSON, OLD_TOKEN, TOKEN, encode, payload, serve
 
-from asyncsdk._errors import ConfigurationError
+from asyncsdk import ConfigurationError
 from webhooks import (
     Delivery,
     MemoryInbox,

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from inbox_contract import event
 from whtools import Recorder, wait_until
 
-from asyncsdk._models import ProcessCompleted
+from asyncsdk import ProcessCompleted
 from webhooks import (
     InboxEntry,
     InboxUnavailableError,

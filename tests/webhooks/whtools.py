@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from asyncsdk._models import ProcessCompleted
+from asyncsdk import ProcessCompleted
 from webhooks import InboxEntry, InboxUnavailableError, MemoryInbox, WebhookReceiver
 
 T = TypeVar("T")
@@ -135,17 +135,32 @@ class Recorder:
 
 
 class GatedInbox(MemoryInbox):
-    """A memory inbox whose ``put`` waits for the test's go-ahead, as a slow store would."""
+    """A memory inbox whose puts queue until the test's go-ahead, as a slow store's would."""
 
     def __init__(self) -> None:
         super().__init__()
         self.entered = asyncio.Event()
         self.gate = asyncio.Event()
+        self._writes: set[asyncio.Task[None]] = set()
 
     async def put(self, event: ProcessCompleted, raw: bytes) -> bool:
+        return await self.submit_put(event, raw)
+
+    def submit_put(self, event: ProcessCompleted, raw: bytes) -> asyncio.Future[bool]:
         self.entered.set()
+        answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        write = asyncio.ensure_future(self._write_after_gate(event, raw, answer))
+        self._writes.add(write)
+        write.add_done_callback(self._writes.discard)
+        return answer
+
+    async def _write_after_gate(
+        self, event: ProcessCompleted, raw: bytes, answer: asyncio.Future[bool]
+    ) -> None:
         await self.gate.wait()
-        return await super().put(event, raw)
+        stored = await super().put(event, raw)
+        if not answer.done():
+            answer.set_result(stored)
 
 
 class SwitchableInbox(MemoryInbox):
@@ -154,9 +169,12 @@ class SwitchableInbox(MemoryInbox):
     down: bool = False
 
     async def put(self, event: ProcessCompleted, raw: bytes) -> bool:
+        return await self.submit_put(event, raw)
+
+    def submit_put(self, event: ProcessCompleted, raw: bytes) -> asyncio.Future[bool]:
         if self.down:
             raise InboxUnavailableError("store switched off by the test")
-        return await super().put(event, raw)
+        return super().submit_put(event, raw)
 
     async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
         if self.down:

@@ -13,6 +13,7 @@ process still holds the entry (:class:`~webhooks.AtomicInbox`).
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -20,6 +21,15 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import attrs
 
 from asyncsdk import ConfigurationError
+from webhooks._codec import decode_event, dedup_key_text, encode_event
+from webhooks._contract import (
+    DEFAULT_CLAIM_TIMEOUT,
+    DEFAULT_DEDUP_RETENTION,
+    InboxEntry,
+    InboxError,
+    InboxUnavailableError,
+    UnknownEntryError,
+)
 from webhooks._postgres import _sql
 from webhooks._postgres._connect import (
     DEFAULT_SCHEMA,
@@ -32,17 +42,6 @@ from webhooks._postgres._connect import (
     where,
 )
 from webhooks._postgres._puts import PutBatcher, Row
-from webhooks._store import (
-    DEFAULT_CLAIM_TIMEOUT,
-    DEFAULT_DEDUP_RETENTION,
-    InboxEntry,
-    InboxError,
-    InboxUnavailableError,
-    UnknownEntryError,
-    decode_event,
-    dedup_key_text,
-    encode_event,
-)
 
 if TYPE_CHECKING:
     import asyncpg
@@ -154,6 +153,8 @@ class PostgresInbox:
     _opening: asyncio.Lock = attrs.field(factory=asyncio.Lock, init=False)
     _closed: bool = attrs.field(default=False, init=False)
     _next_purge: float = attrs.field(default=0.0, init=False)
+    _writing: set[asyncio.Task[bool]] = attrs.field(factory=set, init=False)
+    """Puts started by :meth:`submit_put` and not yet committed (strong references)."""
 
     def __attrs_post_init__(self) -> None:
         require_asyncpg()
@@ -171,6 +172,35 @@ class PostgresInbox:
         self._check_open()
         with translate_errors(InboxUnavailableError, InboxError, "inbox put", self.dsn):
             return await self._puts.put((dedup_key_text(event), encode_event(event), bytes(raw)))
+
+    def submit_put(self, event: ProcessCompleted, raw: bytes) -> asyncio.Future[bool]:
+        """Start :meth:`put` in a task of its own and return a future for its answer.
+
+        The write goes ahead whatever becomes of the future: cancelling it, or giving up on it
+        after a deadline, only drops the answer.  Raises :class:`~webhooks.InboxUnavailableError`
+        at once if the inbox is closed; :meth:`close` waits for puts under way.
+        """
+        self._check_open()
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(self.put(event, raw))
+        self._writing.add(task)
+        answer: asyncio.Future[bool] = loop.create_future()
+        task.add_done_callback(functools.partial(self._put_answered, answer))
+        return answer
+
+    def _put_answered(self, answer: asyncio.Future[bool], task: asyncio.Task[bool]) -> None:
+        """Pass a finished put's answer (or error) on to the future handed out for it."""
+        self._writing.discard(task)
+        if answer.done():
+            if not task.cancelled():
+                task.exception()  # retrieved: the caller gave up on the answer
+            return
+        if task.cancelled():
+            answer.cancel()
+        elif (error := task.exception()) is not None:
+            answer.set_exception(error)
+        else:
+            answer.set_result(task.result())
 
     async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
         """Due entries, oldest first, and those whose claim lapsed."""
@@ -296,6 +326,8 @@ class PostgresInbox:
         if self._closed:
             return
         self._closed = True
+        if self._writing:  # puts already started commit before the pool goes
+            await asyncio.wait(set(self._writing))
         async with self._opening:  # an opening under way finishes first
             pool, self._pool = self._pool, None
         if pool is not None:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Final, Self
 import attrs
 
 from asyncsdk import ConfigurationError
+from webhooks._codec import decode_event, encode_event
 from webhooks._postgres import _sql
 from webhooks._postgres._connect import (
     DEFAULT_SCHEMA,
@@ -48,7 +49,6 @@ from webhooks._registry import (
     RegistryStats,
     RegistryUnavailableError,
 )
-from webhooks._store import decode_event, encode_event
 
 if TYPE_CHECKING:
     import asyncpg
@@ -121,8 +121,11 @@ class PostgresRegistry:
         require_asyncpg()
         self._statements = _sql.RegistrySQL(self.schema)
         self._channel = _sql.channel(self.schema)
-        self._local = Registry(keep_for=min(_LOCAL_KEEP_FOR, self.keep_for), healthy=True)
-        self._local._on_new_id = self._want_read
+        self._local = Registry(
+            keep_for=min(_LOCAL_KEEP_FOR, self.keep_for),
+            healthy=True,
+            on_first_waiter=self._want_read,
+        )
 
     def __repr__(self) -> str:
         return f"PostgresRegistry({where(self.dsn)!r}, schema={self.schema!r})"

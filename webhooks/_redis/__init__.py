@@ -1,10 +1,9 @@
-"""The Redis backends: :class:`RedisInbox` (the receiver's inbox) and :class:`RedisRegistry`.
+"""Redis plumbing shared by :class:`~webhooks.RedisInbox` and :class:`RedisRegistry`.
 
 Both need redis-py (``pip install 'asyncsdk[redis]'``), imported only when one is built.
 """
 
 from webhooks._redis._connect import DEFAULT_PREFIX, DEFAULT_REDIS_URL
-from webhooks._redis._inbox import RedisInbox, RedisWrites
 from webhooks._redis._registry import RedisRegistry
 
-__all__ = ["DEFAULT_PREFIX", "DEFAULT_REDIS_URL", "RedisInbox", "RedisRegistry", "RedisWrites"]
+__all__ = ["DEFAULT_PREFIX", "DEFAULT_REDIS_URL", "RedisRegistry"]

@@ -9,11 +9,11 @@ from __future__ import annotations
 import contextlib
 import importlib
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 import yarl
 
-from asyncsdk._errors import ConfigurationError
+from asyncsdk import ConfigurationError
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -66,47 +66,7 @@ def connect(url: str) -> Redis:
         socket_timeout=_SOCKET_TIMEOUT,
         socket_connect_timeout=_SOCKET_TIMEOUT,
     )
-    options = pool.connection_kwargs
-    encoding = str(options.get("encoding", "utf-8")).lower().replace("_", "-")
-    if encoding in {"utf-8", "utf8"} and options.get("encoding_errors", "strict") == "strict":
-        # hiredis writes text as UTF-8 (strict), as redis-py does by default; a URL asking for
-        # another encoding keeps redis-py's packer.
-        pool.connection_class = packing_with_hiredis(pool.connection_class)
     return redis.asyncio.Redis.from_pool(pool)
-
-
-_PACKING: dict[type[Any], type[Any]] = {}
-
-
-def packing_with_hiredis(connection_class: type[Any]) -> type[Any]:
-    """``connection_class`` packing commands with hiredis, where hiredis is installed.
-
-    redis-py's asyncio connections pack every argument in Python (17 us for an inbox put here,
-    against 2 us in hiredis).  The bytes are the same: hiredis writes str as UTF-8 and floats as
-    ``repr`` does, as redis-py does.  An argument hiredis does not take goes through redis-py's
-    own packer, which raises its usual error.
-    """
-    try:
-        from hiredis import pack_command
-    except ImportError:
-        return connection_class
-    known = _PACKING.get(connection_class)
-    if known is not None:
-        return known
-
-    def pack(self: Any, *args: Any) -> list[bytes]:
-        head = args[0]
-        # redis-py sends a command name such as "SCRIPT LOAD" as separate words.
-        if (isinstance(head, str) and " " in head) or (isinstance(head, bytes) and b" " in head):
-            return connection_class.pack_command(self, *args)  # type: ignore[no-any-return]
-        try:
-            return [pack_command(args)]
-        except TypeError:
-            return connection_class.pack_command(self, *args)  # type: ignore[no-any-return]
-
-    packing = type(connection_class.__name__, (connection_class,), {"pack_command": pack})
-    _PACKING[connection_class] = packing
-    return packing
 
 
 def check_prefix(prefix: object) -> str:

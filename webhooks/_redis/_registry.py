@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any, Final, Self
 
 import attrs
 
-from asyncsdk._errors import ConfigurationError
+from asyncsdk import ConfigurationError
+from webhooks._codec import decode_event, encode_event
 from webhooks._redis import _scripts
 from webhooks._redis._connect import (
     DEFAULT_PREFIX,
@@ -43,14 +44,13 @@ from webhooks._registry import (
     RegistryStats,
     RegistryUnavailableError,
 )
-from webhooks._store import decode_event, encode_event
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
     from redis.asyncio.client import PubSub
     from redis.commands.core import AsyncScript
 
-    from asyncsdk._models import ProcessCompleted
+    from asyncsdk import ProcessCompleted
 
 __all__ = ["RedisRegistry"]
 
@@ -117,8 +117,11 @@ class RedisRegistry:
     def __attrs_post_init__(self) -> None:
         require_redis()
         self._redis = connect(self.url) if self.client is None else self.client
-        self._local = Registry(keep_for=min(_LOCAL_KEEP_FOR, self.keep_for), healthy=True)
-        self._local._on_new_id = self._want_read
+        self._local = Registry(
+            keep_for=min(_LOCAL_KEEP_FOR, self.keep_for),
+            healthy=True,
+            on_first_waiter=self._want_read,
+        )
         self._resolve_script = self._redis.register_script(_scripts.RESOLVE)
         self._key_prefix = _scripts.result_key(self.prefix, "")
         self._channel = _scripts.results_channel(self.prefix)

@@ -28,7 +28,8 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
-from webhooks._store import InboxEntry, InboxError, KeptEvents, decode_event
+from webhooks._codec import decode_event
+from webhooks._contract import InboxEntry, InboxError
 
 __all__ = [
     "ACK",
@@ -38,6 +39,7 @@ __all__ = [
     "DEAD_LETTERS",
     "EXTEND",
     "GROUP",
+    "INBOX_SCRIPTS",
     "PENDING_COUNT",
     "PRUNE_CONSUMERS",
     "PUT",
@@ -45,7 +47,6 @@ __all__ = [
     "RESOLVE",
     "RETRY_LATER",
     "InboxKeys",
-    "encode_writes",
     "is_entry_id",
     "parse_entry",
     "result_key",
@@ -79,35 +80,20 @@ class InboxKeys:
         return self.dedup_prefix + dedup_text
 
 
-def parse_entry(row: Sequence[object], stored: KeptEvents | None = None) -> InboxEntry:
-    """One ``{id, fields, attempts, last_error}`` row of CLAIM or DEAD_LETTERS as an entry.
-
-    ``stored``: events this process put, stamped with the ``at`` field it wrote; the row's event
-    is taken from there instead of decoded when the row's ``at`` matches.
-    """
+def parse_entry(row: Sequence[object]) -> InboxEntry:
+    """One ``{id, fields, attempts, last_error}`` row of CLAIM or DEAD_LETTERS as an entry."""
     entry_id, fields, attempts, error = row
     if not isinstance(entry_id, bytes) or not isinstance(fields, list):
         raise InboxError(f"unexpected reply from an inbox script: {row!r}")
     data = dict(zip(fields[::2], fields[1::2], strict=True))
-    text_id = entry_id.decode()
-    kept = None if stored is None else stored.take(text_id, data[b"at"])
     return InboxEntry(
-        id=text_id,
-        event=decode_event(data[b"event"]) if kept is None else kept,
+        id=entry_id.decode(),
+        event=decode_event(data[b"event"]),
         raw=bytes(data[b"raw"]),
         attempts=int(attempts) if isinstance(attempts, int | bytes) else 0,
         last_error=error.decode("utf-8", "replace") if isinstance(error, bytes) else None,
         received_at=float(data[b"at"]),
     )
-
-
-def encode_writes(commands: Sequence[Sequence[str | bytes | int | float]]) -> list[object]:
-    """The ARGV tail of ACK_WITH: each command as its argument count, then its arguments."""
-    out: list[object] = []
-    for command in commands:
-        out.append(len(command))
-        out.extend(command)
-    return out
 
 
 def result_key(prefix: str, process_id: str) -> str:
@@ -363,6 +349,21 @@ end
 return n
 """
 )
+
+INBOX_SCRIPTS: Final = {
+    "PUT": PUT,
+    "CLAIM": CLAIM,
+    "EXTEND": EXTEND,
+    "ACK": ACK,
+    "ACK_WITH": ACK_WITH,
+    "RETRY_LATER": RETRY_LATER,
+    "DEAD_LETTER": DEAD_LETTER,
+    "DEAD_LETTERS": DEAD_LETTERS,
+    "REPLAY": REPLAY,
+    "PENDING_COUNT": PENDING_COUNT,
+    "PRUNE_CONSUMERS": PRUNE_CONSUMERS,
+}
+"""The inbox's scripts by the name :class:`~webhooks.RedisInbox` calls them."""
 
 # KEYS: result key.  ARGV: event, ttl (ms), channel.  SET NX first, PUBLISH only if it was set:
 # the key is there before any subscriber hears of it, and the first event wins.

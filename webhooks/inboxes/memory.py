@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import itertools
 import time
@@ -9,21 +10,17 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from asyncsdk._models import ProcessCompleted
-from webhooks._store import (
+from asyncsdk import ProcessCompleted
+from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
     DEFAULT_DEDUP_RETENTION,
     InboxEntry,
     InboxUnavailableError,
     UnknownEntryError,
-    decode_event,
-    encode_event,
 )
 
 __all__ = ["MemoryInbox"]
 
-_LIVE_EVENTS = 4096
-"""Entries up to which the inbox keeps each event as the object itself."""
 _PENDING = "pending"
 _DEAD = "dead"
 
@@ -32,8 +29,7 @@ _DEAD = "dead"
 class _Record:
     id: str
     key: tuple[str, str, str]
-    event: ProcessCompleted | bytes
-    """The event, or its stored form (:func:`~webhooks._store.encode_event`) in a long backlog."""
+    event: ProcessCompleted
     raw: bytes
     received_at: float
     state: str = _PENDING
@@ -44,10 +40,9 @@ class _Record:
     claimed_at: float = 0.0
 
     def entry(self) -> InboxEntry:
-        event = self.event
         return InboxEntry(
             id=self.id,
-            event=event if isinstance(event, ProcessCompleted) else decode_event(event),
+            event=self.event,
             raw=self.raw,
             attempts=self.attempts,
             last_error=self.last_error,
@@ -82,28 +77,27 @@ class MemoryInbox:
                 del self._keys[key]
 
     async def put(self, event: ProcessCompleted, raw: bytes) -> bool:
-        if self._closed:
-            self._open()
+        return self._put(event, raw)
+
+    def submit_put(self, event: ProcessCompleted, raw: bytes) -> asyncio.Future[bool]:
+        """:meth:`put`, done before this returns (nothing here suspends): a done future."""
+        answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        try:
+            answer.set_result(self._put(event, raw))
+        except Exception as exc:
+            answer.set_exception(exc)
+        return answer
+
+    def _put(self, event: ProcessCompleted, raw: bytes) -> bool:
+        self._open()
         now = self.clock()
-        if self._expiries and self._expiries[0][0] <= now:
-            self._forget_expired(now)
+        self._forget_expired(now)
         key = event.dedup_key
         if key in self._keys:
             return False
-        records = self._records
-        # Past _LIVE_EVENTS waiting, events are kept in their stored form: bytes, which the
-        # garbage collector does not walk (a backlog of live objects made its full collections
-        # pause the event loop for tens of milliseconds).  Done before the key is claimed, so a
-        # failure claims nothing.
-        kept: ProcessCompleted | bytes = event
-        if len(records) >= _LIVE_EVENTS:
-            try:
-                kept = encode_event(event)
-            except ValueError:  # text JSON can carry but UTF-8 cannot (a lone surrogate)
-                kept = event
         entry_id = str(next(self._ids))
         self._keys[key] = None
-        records[entry_id] = _Record(entry_id, key, kept, bytes(raw), now, due_at=now)
+        self._records[entry_id] = _Record(entry_id, key, event, bytes(raw), now, due_at=now)
         return True
 
     async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:

@@ -9,6 +9,7 @@ Every multi-step change is one Lua script, so no crash leaves an entry half-move
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import time
 from collections.abc import Sequence
@@ -16,7 +17,16 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from asyncsdk._errors import ConfigurationError
+from asyncsdk import ConfigurationError, ProcessCompleted
+from webhooks._codec import dedup_key_text, encode_event
+from webhooks._contract import (
+    DEFAULT_CLAIM_TIMEOUT,
+    DEFAULT_DEDUP_RETENTION,
+    InboxEntry,
+    InboxError,
+    InboxUnavailableError,
+    UnknownEntryError,
+)
 from webhooks._redis import _scripts
 from webhooks._redis._connect import (
     DEFAULT_PREFIX,
@@ -26,25 +36,14 @@ from webhooks._redis._connect import (
     require_redis,
     translate_errors,
 )
-from webhooks._store import (
-    DEFAULT_CLAIM_TIMEOUT,
-    DEFAULT_DEDUP_RETENTION,
-    InboxEntry,
-    InboxError,
-    InboxUnavailableError,
-    KeptEvents,
-    UnknownEntryError,
-    dedup_key_text,
-    encode_event,
-)
+from webhooks._redis._writes import Arg, RedisWrites, encode_writes
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
     from redis.commands.core import AsyncScript
 
-    from asyncsdk._models import ProcessCompleted
 
-__all__ = ["RedisInbox", "RedisWrites"]
+__all__ = ["RedisInbox"]
 
 _PRUNE_EVERY: Final = 60.0
 """Seconds between sweeps of consumers that hold nothing (crashed or renamed workers)."""
@@ -63,48 +62,6 @@ def _positive_seconds(_: object, attribute: attrs.Attribute[float], value: float
 
 def _whole_seconds(seconds: float) -> int:
     return max(1, math.ceil(seconds))
-
-
-_Arg = str | bytes | int | float
-
-
-@attrs.define(eq=False)
-class RedisWrites:
-    """Redis commands an ``atomic=True`` handler queues; they run together with the entry's ack.
-
-    ::
-
-        @receiver.on_completed(atomic=True)
-        async def record(event: ProcessCompleted, writes: RedisWrites) -> None:
-            writes.call("HSET", f"photos:{event.order_id}", event.process_id, event.status)
-
-    The commands run in one script on the inbox's Redis server, in the order queued, and only if
-    this process still holds the entry; then the entry is acked in the same step.  So they are
-    applied once per event, even when a process dies between the handler and the ack (the entry
-    is handed out again and its handlers run again, but the first run's commands were never
-    applied).  Replies are not returned: the handler decides what to write, Redis applies it
-    later.  Use commands that cannot fail on their keys' types: Redis does not undo the commands
-    before a failing one (as with MULTI/EXEC), and the entry is then retried.
-    """
-
-    commands: list[tuple[_Arg, ...]] = attrs.field(factory=list, init=False)
-
-    def call(self, command: str, *args: _Arg) -> None:
-        """Queue one Redis command, e.g. ``writes.call("HINCRBY", key, field, 1)``."""
-        if not isinstance(command, str) or not command.strip():
-            raise ConfigurationError(
-                f"a Redis command name must be a non-empty str, not {command!r}"
-            )
-        for arg in args:
-            if isinstance(arg, bool) or not isinstance(arg, str | bytes | int | float):
-                raise ConfigurationError(
-                    f"Redis command arguments must be str, bytes, int or float, not {arg!r};"
-                    " encode it first (e.g. json.dumps)"
-                )
-        self.commands.append((command, *args))
-
-    def __len__(self) -> int:
-        return len(self.commands)
 
 
 # A script call waiting for the next pipeline: script name, keys, args, and the caller's answer.
@@ -146,8 +103,6 @@ class RedisInbox:
     # Puts and acks waiting for the next pipeline, and the task sending them (see put).
     _queue: list[_Queued] = attrs.field(factory=list, init=False)
     _sender: asyncio.Task[None] | None = attrs.field(default=None, init=False)
-    # Events this process put, by stream id, stamped with their "at" field.
-    _stored: KeptEvents = attrs.field(factory=KeptEvents, init=False)
 
     def __attrs_post_init__(self) -> None:
         require_redis()
@@ -161,41 +116,44 @@ class RedisInbox:
                 )
             self._redis = self.client
         self._keys = _scripts.InboxKeys(self.prefix)
-        for name in (
-            "PUT",
-            "CLAIM",
-            "EXTEND",
-            "ACK",
-            "ACK_WITH",
-            "RETRY_LATER",
-            "DEAD_LETTER",
-            "DEAD_LETTERS",
-            "REPLAY",
-            "PENDING_COUNT",
-            "PRUNE_CONSUMERS",
-        ):
-            self._scripts[name] = self._redis.register_script(getattr(_scripts, name))
+        for name, script in _scripts.INBOX_SCRIPTS.items():
+            self._scripts[name] = self._redis.register_script(script)
 
     # -- the Inbox contract -----------------------------------------------------------------
 
     async def put(self, event: ProcessCompleted, raw: bytes) -> bool:
-        """Claim the event's dedup key and append it to the stream, in one script.
+        """Claim the event's dedup key and append it to the stream, in one script."""
+        return await self.submit_put(event, raw)
+
+    def submit_put(self, event: ProcessCompleted, raw: bytes) -> asyncio.Future[bool]:
+        """Queue :meth:`put` for the next pipeline and return at once with a future for its
+        answer; the script runs whatever becomes of the future.
 
         Puts made while an earlier batch is on the wire (or in the same turn of the event loop)
         go out together in one pipeline; each script still runs atomically on its own, and each
         caller gets its own script's answer.
         """
         dedup = dedup_key_text(event)
-        received_at = repr(time.time())
-        entry_id = await self._batched(
+        script = self._queued(
             "PUT",
             [*self._keys.keys, self._keys.dedup(dedup)],
-            [self._ttl, encode_event(event), bytes(raw), received_at, dedup],
+            [self._ttl, encode_event(event), bytes(raw), repr(time.time()), dedup],
         )
-        if entry_id is None:
-            return False
-        self._stored.keep(entry_id.decode(), received_at.encode(), event)
-        return True
+        answer: asyncio.Future[bool] = script.get_loop().create_future()
+        script.add_done_callback(functools.partial(self._put_answered, answer))
+        return answer
+
+    def _put_answered(self, answer: asyncio.Future[bool], script: asyncio.Future[Any]) -> None:
+        """Pass a PUT script's reply (the new entry's id, or nil for a duplicate) to ``answer``."""
+        try:
+            with translate_errors(InboxUnavailableError, InboxError, "inbox put", self._redis):
+                stored = script.result() is not None
+        except Exception as exc:
+            if not answer.done():
+                answer.set_exception(exc)
+            return
+        if not answer.done():
+            answer.set_result(stored)
 
     async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
         """Due retries and replays first, then abandoned claims, then new entries."""
@@ -216,7 +174,7 @@ class RedisInbox:
                 self._ttl,
             ],
         )
-        return [_scripts.parse_entry(row, self._stored) for row in rows]
+        return [_scripts.parse_entry(row) for row in rows]
 
     async def extend(self, consumer: str, entry_ids: Sequence[str]) -> None:
         consumer = _check_consumer(consumer)
@@ -245,7 +203,7 @@ class RedisInbox:
         """Run the ``writes`` (in order) and ack the entry in one script, if ``consumer`` still
         holds it; ``False`` (and nothing written) if it does not."""
         consumer = _check_consumer(consumer)
-        commands: list[tuple[_Arg, ...]] = []
+        commands: list[tuple[Arg, ...]] = []
         for buffer in writes:
             if not isinstance(buffer, RedisWrites):
                 raise ConfigurationError(
@@ -263,7 +221,7 @@ class RedisInbox:
                 entry_id,
                 self._keys.dedup_prefix,
                 self._ttl,
-                *_scripts.encode_writes(commands),
+                *encode_writes(commands),
             ],
         )
         return bool(done)
@@ -324,6 +282,8 @@ class RedisInbox:
         if self._closed:
             return
         self._closed = True
+        if self._sender is not None:  # the queued puts and acks go out first
+            await asyncio.wait([self._sender])
         if self.client is None:
             await self._redis.aclose()
 
@@ -346,15 +306,20 @@ class RedisInbox:
         ):
             return await self._scripts[name](keys=list(keys), args=list(args))
 
-    async def _batched(self, name: str, keys: list[str], args: list[Any]) -> Any:
-        """Run one script in the next pipeline; calls made while one is on the wire (or in the
-        same turn of the event loop) share a round trip, each script still atomic on its own."""
+    def _queued(self, name: str, keys: list[str], args: list[Any]) -> asyncio.Future[Any]:
+        """Queue one script for the next pipeline; the future gets redis-py's reply."""
         self._check_open()
         loop = asyncio.get_running_loop()
         answer: asyncio.Future[Any] = loop.create_future()
         self._queue.append((name, keys, args, answer))
         if self._sender is None:
             self._sender = loop.create_task(self._send(), name="webhooks-redis-inbox-send")
+        return answer
+
+    async def _batched(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        """Run one script in the next pipeline; calls made while one is on the wire (or in the
+        same turn of the event loop) share a round trip, each script still atomic on its own."""
+        answer = self._queued(name, keys, args)
         with translate_errors(
             InboxUnavailableError, InboxError, f"inbox {name.lower()}", self._redis
         ):

@@ -11,15 +11,10 @@ small reserve that other processes are not starved of).  A worker whose entries 
 yields to the event loop every ``_BURST`` entries.  A heartbeat task renews the claims of
 running and queued entries so that none is handed to a second worker.
 
-For each entry: fetch-back (optional), the result sink, then every matching handler, each under
-its own timeout.  All succeed: ack.  The worker does not wait for the ack to start its next
-entry: one acker task sends the acks that gather meanwhile together (``ack_many`` where the inbox
-has it), and the entries stay held, their claims renewed, until their ack is done.  Handlers
-registered with ``atomic=True`` fill a buffer of writes instead of writing, and the inbox applies
-the buffers and the ack in one step (:class:`~webhooks.AtomicInbox`), so their effects happen once
-even if the process dies in between; the worker waits for that step.  One fails: retry later
-with exponential backoff, running only the handlers that have not succeeded yet (within this
-process); after ``max_attempts`` hand-outs: dead letter.
+A worker hands each entry to the :class:`~webhooks._dispatch.Dispatcher` (fetch-back, the result
+sink, the handlers, the verdict).  When all handlers succeed the worker does not wait for the ack
+to start its next entry: one acker task sends the acks that gather meanwhile together in one
+``ack_many``, and the entries stay held, their claims renewed, until their ack is done.
 """
 
 from __future__ import annotations
@@ -27,91 +22,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import time
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable, Collection
-from typing import Any, Final
+from typing import Final
 
 import attrs
 
-from asyncsdk._models import ProcessCompleted
-from webhooks._fetchback import NotFinished, ProcessClient, confirm
+from webhooks._contract import Inbox, InboxEntry, ProcessClient, ResultSink
+from webhooks._dispatch import Dispatcher, HandlerSpec, RetryPolicy
 from webhooks._metrics import Metrics
-from webhooks._store import AtomicInbox, Inbox, InboxEntry, ResultSink
 
-__all__ = ["AtomicHandler", "Handler", "HandlerSpec", "RetryPolicy", "WorkerPool"]
+__all__ = ["WorkerPool"]
 
 logger = logging.getLogger("webhooks")
-
-Handler = Callable[[ProcessCompleted], Awaitable[None]]
-AtomicHandler = Callable[[ProcessCompleted, Any], Awaitable[None]]
-"""``async def handler(event, writes)``: queues its writes on the inbox's buffer (for Redis, a
-:class:`~webhooks.RedisWrites`); they are applied together with the ack."""
 
 _RELEASE_TIMEOUT: Final = 5.0
 _BURST: Final = 16
 """Entries a worker runs back to back without suspending before it yields to the event loop."""
 _PACE_WEIGHT: Final = 0.05
 """Weight of the latest entry in the moving average of the time per entry."""
-#: The handlers finished for an entry none has finished yet (never added to).
-_NONE_DONE: Final[frozenset[int]] = frozenset()
-
-
-@attrs.frozen
-class HandlerSpec:
-    """A registered handler and the events it wants (``None`` means any).
-
-    ``atomic``: ``func`` is an :data:`AtomicHandler` whose writes commit with the ack.
-    """
-
-    func: Handler | AtomicHandler
-    statuses: frozenset[str] | None = None
-    tools: frozenset[str] | None = None
-    atomic: bool = False
-
-    @property
-    def name(self) -> str:
-        return getattr(self.func, "__qualname__", repr(self.func))
-
-    def matches(self, event: ProcessCompleted) -> bool:
-        return (self.statuses is None or event.status in self.statuses) and (
-            self.tools is None or event.tool in self.tools
-        )
-
-
-@attrs.frozen(kw_only=True)
-class RetryPolicy:
-    """Exponential backoff with jitter: ``base * 2**(attempt-1)``, capped at ``cap`` seconds."""
-
-    max_attempts: int = 5
-    base: float = 1.0
-    cap: float = 300.0
-    not_finished_delay: float = 15.0
-    """Wait before asking the API again about a process it still calls unfinished."""
-    not_finished_max_age: float = 24 * 3600.0
-    """Dead-letter an event whose process is still unfinished this long after it was received."""
-
-    def delay(self, attempts: int) -> float:
-        raw = min(self.cap, self.base * 2 ** max(0, attempts - 1))
-        return float(raw * random.uniform(0.8, 1.0))  # noqa: S311 - jitter, not security
-
-
-async def _ack_all(inbox: Inbox, entry_ids: list[str]) -> None:
-    """Ack ``entry_ids``: in one call where the inbox has ``ack_many``, else one by one."""
-    ack_many = getattr(inbox, "ack_many", None)
-    if ack_many is not None:
-        await ack_many(entry_ids)
-        return
-    for entry_id in entry_ids:
-        await inbox.ack(entry_id)
-
-
-def _matching(
-    handlers: Collection[HandlerSpec], event: ProcessCompleted
-) -> list[tuple[int, HandlerSpec]]:
-    return [(index, spec) for index, spec in enumerate(handlers) if spec.matches(event)]
 
 
 @attrs.define(kw_only=True, eq=False)
@@ -123,7 +53,7 @@ class WorkerPool:
     metrics: Metrics
     workers: int = 8
     handler_timeout: float = 60.0
-    retry: RetryPolicy = RetryPolicy()
+    retry: RetryPolicy = attrs.field(factory=RetryPolicy)
     sink: ResultSink | None = None
     client: ProcessClient | None = None
     fetch_timeout: float = 30.0
@@ -143,7 +73,7 @@ class WorkerPool:
     _ticker: asyncio.Task[None] | None = attrs.field(default=None, init=False)
     _heartbeat: asyncio.Task[None] | None = attrs.field(default=None, init=False)
     _stopping: bool = attrs.field(default=False, init=False)
-    _done_handlers: dict[str, set[int]] = attrs.field(factory=dict, init=False)
+    _dispatcher: Dispatcher = attrs.field(init=False)
     _to_ack: list[str] = attrs.field(factory=list, init=False)
     """Finished entries whose ack the acker has not sent yet."""
     _acking: set[str] = attrs.field(factory=set, init=False)
@@ -155,6 +85,22 @@ class WorkerPool:
     """Seconds the last claim took, answer included."""
     _low_water: int = attrs.field(default=0, init=False)
     """Claimed entries left waiting below which a worker asks the feeder for more."""
+
+    def __attrs_post_init__(self) -> None:
+        self._dispatcher = Dispatcher(
+            inbox=self.inbox,
+            handlers=self.handlers,
+            metrics=self.metrics,
+            consumer=self.consumer,
+            ack_soon=self._ack_soon,
+            settled=self._settled,
+            stored=self.stored,
+            handler_timeout=self.handler_timeout,
+            retry=self.retry,
+            sink=self.sink,
+            client=self.client,
+            fetch_timeout=self.fetch_timeout,
+        )
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -348,7 +294,7 @@ class WorkerPool:
 
     async def _run(self, entry: InboxEntry) -> None:
         try:
-            await self._process(entry)
+            await self._dispatcher.run(entry)
         except asyncio.CancelledError:
             # Shutdown past its deadline: hand the entry back at once rather than after the
             # claim times out.  The handler will run again (at-least-once).
@@ -362,66 +308,6 @@ class WorkerPool:
             # Only the inbox itself can land here (handler errors are caught below).  The claim
             # times out and the entry is handed out again.
             logger.exception("webhook inbox failed while finishing entry %s", entry.id)
-
-    async def _process(self, entry: InboxEntry) -> None:
-        event = entry.event
-        if self.client is not None:
-            confirmed = await self._fetch_back(entry)
-            if confirmed is None:
-                return
-            event = confirmed
-        if self.sink is not None:
-            try:
-                async with asyncio.timeout(self.handler_timeout):
-                    await self.sink.resolve(event)
-            except Exception as exc:
-                await self._fail(entry, f"result sink failed: {exc!r}")
-                return
-        done = self._done_handlers.get(entry.id, _NONE_DONE)
-        errors: list[str] = []
-        writes: list[Any] = []
-        for index, spec in _matching(self.handlers, event):
-            if index in done:
-                continue
-            try:
-                async with asyncio.timeout(self.handler_timeout):
-                    if spec.atomic:
-                        # A fresh buffer per handler: a handler that fails leaves nothing queued.
-                        buffer = self._atomic_inbox().new_writes()
-                        await spec.func(event, buffer)  # type: ignore[call-arg]
-                    else:
-                        await spec.func(event)  # type: ignore[call-arg]
-            except TimeoutError:
-                errors.append(f"{spec.name}: timed out after {self.handler_timeout} s")
-            except Exception as exc:
-                logger.exception(
-                    "webhook handler %s failed for process %s", spec.name, event.process_id
-                )
-                errors.append(f"{spec.name}: {exc!r}")
-            else:
-                if spec.atomic:
-                    writes.append(buffer)  # applied with the ack, so run again on a retry
-                else:
-                    self._done_handlers.setdefault(entry.id, set()).add(index)
-        if errors:
-            await self._fail(entry, "; ".join(errors))
-            return
-        if writes:
-            if not await self._atomic_inbox().ack_with(entry.id, self.consumer, writes):
-                # Our claim lapsed and another consumer has the entry (or finished it): its run
-                # applies the writes, ours are dropped so that they happen once.
-                logger.warning(
-                    "webhook entry %s was taken over before its writes were applied; "
-                    "they are left to the consumer that holds it",
-                    entry.id,
-                )
-                self._done_handlers.pop(entry.id, None)
-                return
-            self._done_handlers.pop(entry.id, None)
-            self.metrics.processed += 1
-            self._settled()
-            return
-        self._ack_soon(entry.id)  # the handlers that succeeded stay noted until the ack is done
 
     def _ack_soon(self, entry_id: str) -> None:
         """Queue the ack of a finished entry for the acker, which sends what gathers meanwhile in
@@ -438,7 +324,7 @@ class WorkerPool:
             while self._to_ack:
                 ids, self._to_ack = self._to_ack, []
                 try:
-                    await _ack_all(self.inbox, ids)
+                    await self.inbox.ack_many(ids)
                 except Exception:
                     # The claims time out and the entries are handed out again (at least once).
                     logger.exception(
@@ -447,83 +333,13 @@ class WorkerPool:
                 else:
                     self.metrics.processed += len(ids)
                     self.backlog = max(0, self.backlog - len(ids))
-                    for entry_id in ids:
-                        self._done_handlers.pop(entry_id, None)
+                    self._dispatcher.forget(ids)
                 finally:
                     self._acking.difference_update(ids)
         finally:
             self._acker = None
             self._acking.difference_update(self._to_ack)
             self._to_ack = []
-
-    def _atomic_inbox(self) -> AtomicInbox:
-        if not isinstance(self.inbox, AtomicInbox):  # checked at registration; kept for safety
-            raise TypeError(f"{self.inbox!r} cannot apply writes with the ack")
-        return self.inbox
-
-    async def _fetch_back(self, entry: InboxEntry) -> ProcessCompleted | None:
-        """The API's view of the event, or ``None`` when the entry was settled here."""
-        assert self.client is not None
-        delivered = entry.event
-        try:
-            async with asyncio.timeout(self.fetch_timeout):
-                process = await self.client.processes.get(delivered.process_id)
-        except Exception as exc:
-            if getattr(exc, "status", None) == 404:
-                logger.warning(
-                    "webhook for unknown process %r dropped as forged", delivered.process_id
-                )
-                self.metrics.forged += 1
-                await self.inbox.ack(entry.id)
-                self._settled()
-                return None
-            await self._fail(entry, f"fetch-back failed: {exc!r}")
-            return None
-        verdict = confirm(delivered, process)
-        if isinstance(verdict, NotFinished):
-            age = time.time() - entry.received_at
-            error = f"the API says process {delivered.process_id} is still {verdict.status!r}"
-            if age > self.retry.not_finished_max_age:
-                await self._dead_letter(entry, error)
-            else:
-                await self.inbox.retry_later(entry.id, error, self.retry.not_finished_delay)
-                self.metrics.retried += 1
-            return None
-        if verdict.changed:
-            # The delivery claimed another status than the API's: store the API's event under its
-            # own dedup key (a no-op if it is already held) and settle the delivery.
-            logger.warning(
-                "webhook for process %r said %r, the API says %r; using the API's answer",
-                delivered.process_id,
-                delivered.status,
-                verdict.event.status,
-            )
-            self.metrics.rewritten += 1
-            if await self.inbox.put(verdict.event, entry.raw):
-                self.stored()
-            await self.inbox.ack(entry.id)
-            self._settled()
-            return None
-        return verdict.event
-
-    async def _fail(self, entry: InboxEntry, error: str) -> None:
-        self.metrics.failed += 1
-        if entry.attempts >= self.retry.max_attempts:
-            await self._dead_letter(entry, error)
-            return
-        await self.inbox.retry_later(entry.id, error, self.retry.delay(entry.attempts))
-        self.metrics.retried += 1
-
-    async def _dead_letter(self, entry: InboxEntry, error: str) -> None:
-        logger.error(
-            "webhook event for process %r dead-lettered after %d attempt(s): %s",
-            entry.event.process_id,
-            entry.attempts,
-            error,
-        )
-        await self.inbox.dead_letter(entry.id, error)
-        self.metrics.dead_lettered += 1
-        self._settled()
 
     def _settled(self) -> None:
         self.backlog = max(0, self.backlog - 1)

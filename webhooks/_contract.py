@@ -1,4 +1,7 @@
-"""The storage contracts of the receiver: the durable inbox and the result sink.
+"""The contracts between the receiver and what it is given: inbox, verifier, client, sink.
+
+The inbox, the result sink and the fetch-back client are protocols; a verifier's input and the
+parser's verdicts are plain values.  Nothing here does I/O.
 
 Inbox contract (every backend: :class:`MemoryInbox`, :class:`SQLiteInbox`, the Redis Streams one)
 ====================================================================================================
@@ -18,6 +21,14 @@ An inbox holds accepted ``process.completed`` events until a worker has finished
     sender's retry will be accepted.  A store that cannot be reached raises
     :class:`InboxUnavailableError` (the receiver treats any other exception the same way).
 
+``submit_put(event, raw)``
+    Starts :meth:`Inbox.put` and returns at once a future that gets its answer.  The write goes
+    ahead whatever becomes of the future: a caller that cancels it or stops waiting (a client
+    that hung up, the receiver's ``put_timeout``) never interrupts or undoes it.  The receiver
+    stores every delivery through it.  An inbox whose put never suspends returns a future that
+    is done already; one that queues its writes (SQLite's writer thread, Redis' pipeline) returns
+    the future of the queued write.
+
 ``claim_batch(consumer, limit)``
     Hands out at most ``limit`` entries that are due: not acked, not dead-lettered, whose
     ``retry_later`` delay has passed, and that no consumer holds, where a claim older than the
@@ -34,10 +45,10 @@ An inbox holds accepted ``process.completed`` events until a worker has finished
 ``ack(entry_id)``
     The entry is finished.  It is never handed out again; its dedup key stays claimed.  Idempotent.
 
-``ack_many(entry_ids)`` (optional)
+``ack_many(entry_ids)``
     :meth:`Inbox.ack` of each id, in one step where the backend can (one transaction, one
-    pipeline).  Unknown ids are ignored.  The worker pool uses it, where an inbox has it, to send
-    the acks of entries that finish close together at once.
+    pipeline; a loop of ``ack`` is enough elsewhere).  Unknown ids are ignored.  The worker pool
+    sends the acks of entries that finish close together with it.
 
 ``retry_later(entry_id, error, delay)``
     Releases the claim, records ``error`` as ``last_error`` and makes the entry due again ``delay``
@@ -79,8 +90,9 @@ Atomic handler writes (optional: :class:`AtomicInbox`, kept by :class:`RedisInbo
     step commits nothing, so the entry is handed out again and the handlers' writes are applied
     once in all, whatever crashes: exactly-once effects on top of at-least-once delivery.
 
-Entry ids are opaque strings chosen by the backend.  Events are stored with :func:`encode_event`
-and read back with :func:`decode_event` so that every backend uses one format.
+Entry ids are opaque strings chosen by the backend.  Events are stored with
+:func:`~webhooks._codec.encode_event` and read back with :func:`~webhooks._codec.decode_event`, so
+that every backend uses one format.
 
 Result sink
 ===========
@@ -94,31 +106,32 @@ polling.
 
 from __future__ import annotations
 
-import json
-import json.encoder
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, Protocol, runtime_checkable
 
 import attrs
 
-from asyncsdk._models import ProcessCompleted, ResultAsset
-from asyncsdk._protocol.convert import make_converter
+from asyncsdk import AsyncSDKError, Process, ProcessCompleted
 
 __all__ = [
     "DEFAULT_CLAIM_TIMEOUT",
     "DEFAULT_DEDUP_RETENTION",
     "AtomicInbox",
+    "Delivery",
+    "Ignored",
     "Inbox",
     "InboxEntry",
     "InboxError",
     "InboxUnavailableError",
-    "KeptEvents",
+    "Parsed",
+    "ProcessClient",
+    "ProcessesAPI",
     "RegistrySink",
+    "Rejection",
     "ResultSink",
     "UnknownEntryError",
-    "decode_event",
-    "dedup_key_text",
-    "encode_event",
+    "Verifier",
 ]
 
 DEFAULT_CLAIM_TIMEOUT: Final = 60.0
@@ -128,7 +141,7 @@ DEFAULT_DEDUP_RETENTION: Final = 7 * 24 * 3600.0
 """Seconds a finished event's dedup key is kept after its ack (the sender's retry horizon)."""
 
 
-class InboxError(Exception):
+class InboxError(AsyncSDKError):
     """Base of the inbox errors."""
 
 
@@ -171,6 +184,10 @@ class Inbox(Protocol):
         """Atomically claim ``event.dedup_key`` and persist; False for a duplicate."""
         ...
 
+    def submit_put(self, event: ProcessCompleted, raw: bytes) -> asyncio.Future[bool]:
+        """Start :meth:`put`; the future gets its answer, and the write goes ahead regardless."""
+        ...
+
     async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
         """Hand out up to ``limit`` due entries to ``consumer`` (abandoned claims included)."""
         ...
@@ -181,6 +198,10 @@ class Inbox(Protocol):
 
     async def ack(self, entry_id: str) -> None:
         """Mark the entry finished for good."""
+        ...
+
+    async def ack_many(self, entry_ids: Sequence[str]) -> None:
+        """:meth:`ack` each id, in one step where the backend can."""
         ...
 
     async def retry_later(self, entry_id: str, error: str, delay: float) -> None:
@@ -239,119 +260,63 @@ class RegistrySink(ResultSink, Protocol):
     def set_healthy(self, healthy: bool) -> None: ...
 
 
-class KeptEvents:
-    """Events an inbox stored itself, by entry id, for its own claims of them: a claim takes the
-    event from here instead of decoding the stored copy (the usual case, since the process that
-    stores an event usually claims it).
+# -- fetch-back ---------------------------------------------------------------------------------
 
-    Each event is kept with a stamp the stored entry also carries (when it was received); a claim
-    uses the kept event only if the entry's stamp matches, so an entry rewritten by anyone since
-    is decoded.  At most ``limit`` are kept, the oldest forgotten first.  Not thread-safe: one
-    thread (the event loop's, or a backend's own) uses it.
+
+class ProcessesAPI(Protocol):
+    async def get(self, process_id: str) -> Process: ...
+
+
+class ProcessClient(Protocol):
+    """Anything with ``processes.get(process_id) -> Process`` (``asyncsdk.Client`` fits)."""
+
+    @property
+    def processes(self) -> ProcessesAPI: ...
+
+
+# -- verification and parsing: what goes in, what comes out -------------------------------------
+
+
+@attrs.frozen
+class Delivery:
+    """What a verifier sees of one request. ``headers`` keys are lower case."""
+
+    headers: Mapping[str, str]
+    path_params: Mapping[str, str]
+    body: bytes
+
+
+@attrs.frozen
+class Rejection:
+    """Refuse the delivery with ``status``; ``code`` is the metrics label, ``reason`` the text."""
+
+    status: int
+    code: str
+    reason: str
+
+
+@attrs.frozen
+class Ignored:
+    """A valid delivery this receiver does not act on (answered 2xx, counted under ``code``)."""
+
+    code: str
+    reason: str
+
+
+@attrs.frozen
+class Parsed:
+    event: ProcessCompleted
+
+
+@runtime_checkable
+class Verifier(Protocol):
+    """Accept (``None``) or refuse (a :class:`Rejection`, normally 401) one delivery.
+
+    ``path_tokens``: the tokens a delivery may carry as the last segment of its path (``()``
+    for a verifier that reads no token there); the receiver routes each one's exact URL.
     """
 
-    __slots__ = ("_kept", "limit")
+    @property
+    def path_tokens(self) -> tuple[str, ...]: ...
 
-    def __init__(self, limit: int = 4096) -> None:
-        self.limit = limit
-        self._kept: dict[object, tuple[object, ProcessCompleted]] = {}
-
-    def keep(self, entry_id: object, stamp: object, event: ProcessCompleted) -> None:
-        kept = self._kept
-        kept[entry_id] = (stamp, event)
-        if len(kept) > self.limit:
-            del kept[next(iter(kept))]
-
-    def take(self, entry_id: object, stamp: object) -> ProcessCompleted | None:
-        """The kept event of ``entry_id`` if its stamp is ``stamp`` (forgotten either way)."""
-        kept = self._kept.pop(entry_id, None)
-        if kept is None or kept[0] != stamp:
-            return None
-        return kept[1]
-
-
-_CONVERTER = make_converter()
-
-
-_ENCODE: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-"""``json.dumps`` with the storage form's options, built once (``dumps`` builds one per call)."""
-
-
-_STRING: Final = json.encoder.encode_basestring
-"""One JSON string, as ``_ENCODE`` writes it (no ASCII escaping); C, a fraction of a microsecond."""
-
-
-def dedup_key_text(event: ProcessCompleted) -> str:
-    """The dedup key as one unambiguous string (a JSON array), for use as a storage key."""
-    try:
-        # The same text as _ENCODE(list(key)), several times faster.
-        return f"[{_STRING(event.event)},{_STRING(event.process_id)},{_STRING(event.status)}]"
-    except TypeError:  # a field that is not a str (built by hand): the general encoder's way
-        return _ENCODE(list(event.dedup_key))
-
-
-_EVENT_FIELDS: Final = ("event", "process_id", "order_id", "tool", "status")
-_ASSET_FIELDS: Final = ("asset_id", "src", "thumbnail_src", "asset_type", "asset_role")
-
-
-def encode_event(event: ProcessCompleted) -> bytes:
-    """The storage form of an event (compact JSON, the model's own field names)."""
-    try:
-        # Written field by field with the C string escaper: the text _encode_event writes, in a
-        # third of its time (puts pay it on every event).
-        s = _STRING
-        assets = ",".join(
-            f'{{"asset_id":{s(a.asset_id)},"src":{s(a.src)},"thumbnail_src":{s(a.thumbnail_src)},'
-            f'"asset_type":{s(a.asset_type)},"asset_role":{s(a.asset_role)}}}'
-            for a in event.final_assets
-        )
-        return (
-            f'{{"event":{s(event.event)},"process_id":{s(event.process_id)},'
-            f'"order_id":{s(event.order_id)},"tool":{s(event.tool)},"status":{s(event.status)},'
-            f'"final_assets":[{assets}]}}'
-        ).encode()
-    except TypeError:  # a field that is not a str (built by hand): the general encoder's way
-        return _encode_event(event)
-
-
-def _encode_event(event: ProcessCompleted) -> bytes:
-    return _ENCODE(
-        {
-            "event": event.event,
-            "process_id": event.process_id,
-            "order_id": event.order_id,
-            "tool": event.tool,
-            "status": event.status,
-            "final_assets": [
-                {
-                    "asset_id": asset.asset_id,
-                    "src": asset.src,
-                    "thumbnail_src": asset.thumbnail_src,
-                    "asset_type": asset.asset_type,
-                    "asset_role": asset.asset_role,
-                }
-                for asset in event.final_assets
-            ],
-        }
-    ).encode()
-
-
-def decode_event(data: bytes | str) -> ProcessCompleted:
-    """Inverse of :func:`encode_event`."""
-    value = json.loads(data)
-    try:
-        # The form encode_event writes, built directly; anything else goes through the converter.
-        if value.keys() == _EVENT_KEYS and all(
-            asset.keys() == _ASSET_KEYS for asset in value["final_assets"]
-        ):
-            return ProcessCompleted(
-                **{name: value[name] for name in _EVENT_FIELDS},
-                final_assets=tuple(ResultAsset(**asset) for asset in value["final_assets"]),
-            )
-    except (AttributeError, TypeError):
-        pass
-    return _CONVERTER.structure(value, ProcessCompleted)
-
-
-_EVENT_KEYS: Final = frozenset((*_EVENT_FIELDS, "final_assets"))
-_ASSET_KEYS: Final = frozenset(_ASSET_FIELDS)
+    def verify(self, delivery: Delivery) -> Rejection | None: ...

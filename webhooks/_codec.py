@@ -1,0 +1,53 @@
+"""The storage form of an event: one codec every durable inbox and the Redis registry use.
+
+An event is stored as compact JSON with the model's own field names, and read back with the
+client's converter (:func:`asyncsdk.structure`).  Its dedup key is stored as the JSON array
+``[event, process_id, status]``.  Both texts are the ones earlier versions wrote, so entries
+stored by them read back unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Final
+
+from asyncsdk import ProcessCompleted, structure
+
+__all__ = ["decode_event", "dedup_key_text", "encode_event"]
+
+_ENCODE: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+"""``json.dumps`` with the storage form's options, built once (``dumps`` builds one per call
+when given options: 2.2 against 0.9 us for a dedup key)."""
+
+
+def dedup_key_text(event: ProcessCompleted) -> str:
+    """The dedup key as one unambiguous string (a JSON array), for use as a storage key."""
+    return _ENCODE(list(event.dedup_key))
+
+
+def encode_event(event: ProcessCompleted) -> bytes:
+    """The storage form of an event (compact JSON, the model's own field names)."""
+    return _ENCODE(
+        {
+            "event": event.event,
+            "process_id": event.process_id,
+            "order_id": event.order_id,
+            "tool": event.tool,
+            "status": event.status,
+            "final_assets": [
+                {
+                    "asset_id": asset.asset_id,
+                    "src": asset.src,
+                    "thumbnail_src": asset.thumbnail_src,
+                    "asset_type": asset.asset_type,
+                    "asset_role": asset.asset_role,
+                }
+                for asset in event.final_assets
+            ],
+        }
+    ).encode()
+
+
+def decode_event(data: bytes | str) -> ProcessCompleted:
+    """Inverse of :func:`encode_event`."""
+    return structure(json.loads(data), ProcessCompleted)

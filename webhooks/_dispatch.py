@@ -1,0 +1,244 @@
+"""One claimed entry, start to finish: fetch-back, the result sink, the handlers, then the verdict.
+
+All succeed: the entry is acked (soon, with others, by the pool's acker), or, for ``atomic=True``
+handlers, their writes and the ack are applied in one step (:class:`~webhooks.AtomicInbox`).  One
+fails: retry later with exponential backoff, running only the handlers that have not succeeded
+yet (within this process); after ``max_attempts`` hand-outs: dead letter.  The pool hands the
+dispatcher three callbacks, so this module never imports the pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Collection, Iterable
+from typing import Any, Final
+
+import attrs
+
+from asyncsdk import ConfigurationError, NotFoundError, ProcessCompleted
+from webhooks._contract import AtomicInbox, Inbox, InboxEntry, ProcessClient, ResultSink
+from webhooks._fetchback import NotFinished, confirm
+from webhooks._metrics import Metrics
+
+__all__ = ["AtomicHandler", "Dispatcher", "Handler", "HandlerSpec", "RetryPolicy", "names"]
+
+logger = logging.getLogger("webhooks")
+
+Handler = Callable[[ProcessCompleted], Awaitable[None]]
+AtomicHandler = Callable[[ProcessCompleted, Any], Awaitable[None]]
+"""``async def handler(event, writes)``: queues its writes on the inbox's buffer (for Redis, a
+:class:`~webhooks.RedisWrites`); they are applied together with the ack."""
+
+#: The handlers finished for an entry none has finished yet (never added to).
+_NONE_DONE: Final[frozenset[int]] = frozenset()
+
+
+@attrs.frozen
+class HandlerSpec:
+    """A registered handler and the events it wants (``None`` means any).
+
+    ``atomic``: ``func`` is an :data:`AtomicHandler` whose writes commit with the ack.
+    """
+
+    func: Handler | AtomicHandler
+    statuses: frozenset[str] | None = None
+    tools: frozenset[str] | None = None
+    atomic: bool = False
+
+    @property
+    def name(self) -> str:
+        return getattr(self.func, "__qualname__", repr(self.func))
+
+    def matches(self, event: ProcessCompleted) -> bool:
+        return (self.statuses is None or event.status in self.statuses) and (
+            self.tools is None or event.tool in self.tools
+        )
+
+
+@attrs.frozen(kw_only=True)
+class RetryPolicy:
+    """Exponential backoff with jitter: ``base * 2**(attempt-1)``, capped at ``cap`` seconds."""
+
+    max_attempts: int = 5
+    base: float = 1.0
+    cap: float = 300.0
+    not_finished_delay: float = 15.0
+    """Wait before asking the API again about a process it still calls unfinished."""
+    not_finished_max_age: float = 24 * 3600.0
+    """Dead-letter an event whose process is still unfinished this long after it was received."""
+
+    def delay(self, attempts: int) -> float:
+        raw = min(self.cap, self.base * 2 ** max(0, attempts - 1))
+        return float(raw * random.uniform(0.8, 1.0))  # noqa: S311 - jitter, not security
+
+
+def names(value: str | Iterable[str] | None, what: str) -> frozenset[str] | None:
+    if value is None:
+        return None
+    names = frozenset((value,) if isinstance(value, str) else value)
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise ConfigurationError(f"{what} must be a non-empty string or a list of them")
+    return names
+
+
+def _matching(
+    handlers: Collection[HandlerSpec], event: ProcessCompleted
+) -> list[tuple[int, HandlerSpec]]:
+    return [(index, spec) for index, spec in enumerate(handlers) if spec.matches(event)]
+
+
+@attrs.define(kw_only=True, eq=False)
+class Dispatcher:
+    """Runs claimed entries; ``ack_soon``, ``settled`` and ``stored`` tell the pool what became
+    of them (queued for the acker; finished otherwise; a new entry was stored)."""
+
+    inbox: Inbox
+    handlers: list[HandlerSpec]
+    metrics: Metrics
+    consumer: str
+    ack_soon: Callable[[str], None]
+    settled: Callable[[], None]
+    stored: Callable[[], None]
+    handler_timeout: float = 60.0
+    retry: RetryPolicy = attrs.field(factory=RetryPolicy)
+    sink: ResultSink | None = None
+    client: ProcessClient | None = None
+    fetch_timeout: float = 30.0
+    _done: dict[str, set[int]] = attrs.field(factory=dict, init=False)
+    """Handlers that succeeded, by entry, until the entry is acked."""
+
+    def forget(self, entry_ids: Iterable[str]) -> None:
+        """The entries were acked: their handlers need not be remembered any more."""
+        for entry_id in entry_ids:
+            self._done.pop(entry_id, None)
+
+    async def run(self, entry: InboxEntry) -> None:
+        """Fetch-back, the sink and the handlers for one claimed entry; then ack, retry or park."""
+        event = entry.event
+        if self.client is not None:
+            confirmed = await self._fetch_back(entry)
+            if confirmed is None:
+                return
+            event = confirmed
+        if self.sink is not None:
+            try:
+                async with asyncio.timeout(self.handler_timeout):
+                    await self.sink.resolve(event)
+            except Exception as exc:
+                await self._fail(entry, f"result sink failed: {exc!r}")
+                return
+        done = self._done.get(entry.id, _NONE_DONE)
+        errors: list[str] = []
+        writes: list[Any] = []
+        for index, spec in _matching(self.handlers, event):
+            if index in done:
+                continue
+            try:
+                async with asyncio.timeout(self.handler_timeout):
+                    if spec.atomic:
+                        # A fresh buffer per handler: a handler that fails leaves nothing queued.
+                        buffer = self._atomic_inbox().new_writes()
+                        await spec.func(event, buffer)  # type: ignore[call-arg]
+                    else:
+                        await spec.func(event)  # type: ignore[call-arg]
+            except TimeoutError:
+                errors.append(f"{spec.name}: timed out after {self.handler_timeout} s")
+            except Exception as exc:
+                logger.exception(
+                    "webhook handler %s failed for process %s", spec.name, event.process_id
+                )
+                errors.append(f"{spec.name}: {exc!r}")
+            else:
+                if spec.atomic:
+                    writes.append(buffer)  # applied with the ack, so run again on a retry
+                else:
+                    self._done.setdefault(entry.id, set()).add(index)
+        if errors:
+            await self._fail(entry, "; ".join(errors))
+            return
+        if writes:
+            if not await self._atomic_inbox().ack_with(entry.id, self.consumer, writes):
+                # Our claim lapsed and another consumer has the entry (or finished it): its run
+                # applies the writes, ours are dropped so that they happen once.
+                logger.warning(
+                    "webhook entry %s was taken over before its writes were applied; "
+                    "they are left to the consumer that holds it",
+                    entry.id,
+                )
+                self._done.pop(entry.id, None)
+                return
+            self._done.pop(entry.id, None)
+            self.metrics.processed += 1
+            self.settled()
+            return
+        self.ack_soon(entry.id)  # the handlers that succeeded stay noted until the ack is done
+
+    def _atomic_inbox(self) -> AtomicInbox:
+        if not isinstance(self.inbox, AtomicInbox):  # checked at registration; kept for safety
+            raise TypeError(f"{self.inbox!r} cannot apply writes with the ack")
+        return self.inbox
+
+    async def _fetch_back(self, entry: InboxEntry) -> ProcessCompleted | None:
+        """The API's view of the event, or ``None`` when the entry was settled here."""
+        assert self.client is not None
+        delivered = entry.event
+        try:
+            async with asyncio.timeout(self.fetch_timeout):
+                process = await self.client.processes.get(delivered.process_id)
+        except NotFoundError:
+            logger.warning("webhook for unknown process %r dropped as forged", delivered.process_id)
+            self.metrics.forged += 1
+            await self.inbox.ack(entry.id)
+            self.settled()
+            return None
+        except Exception as exc:
+            await self._fail(entry, f"fetch-back failed: {exc!r}")
+            return None
+        verdict = confirm(delivered, process)
+        if isinstance(verdict, NotFinished):
+            age = time.time() - entry.received_at
+            error = f"the API says process {delivered.process_id} is still {verdict.status!r}"
+            if age > self.retry.not_finished_max_age:
+                await self._dead_letter(entry, error)
+            else:
+                await self.inbox.retry_later(entry.id, error, self.retry.not_finished_delay)
+                self.metrics.retried += 1
+            return None
+        if verdict.changed:
+            # The delivery claimed another status than the API's: store the API's event under its
+            # own dedup key (a no-op if it is already held) and settle the delivery.
+            logger.warning(
+                "webhook for process %r said %r, the API says %r; using the API's answer",
+                delivered.process_id,
+                delivered.status,
+                verdict.event.status,
+            )
+            self.metrics.rewritten += 1
+            if await self.inbox.put(verdict.event, entry.raw):
+                self.stored()
+            await self.inbox.ack(entry.id)
+            self.settled()
+            return None
+        return verdict.event
+
+    async def _fail(self, entry: InboxEntry, error: str) -> None:
+        self.metrics.failed += 1
+        if entry.attempts >= self.retry.max_attempts:
+            await self._dead_letter(entry, error)
+            return
+        await self.inbox.retry_later(entry.id, error, self.retry.delay(entry.attempts))
+        self.metrics.retried += 1
+
+    async def _dead_letter(self, entry: InboxEntry, error: str) -> None:
+        logger.error(
+            "webhook event for process %r dead-lettered after %d attempt(s): %s",
+            entry.event.process_id,
+            entry.attempts,
+            error,
+        )
+        await self.inbox.dead_letter(entry.id, error)
+        self.metrics.dead_lettered += 1
+        self.settled()

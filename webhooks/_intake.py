@@ -1,0 +1,327 @@
+"""One delivery's request path, and the access logger that keeps tokens out of the log.
+
+In order, and never slower than the store's commit: body-size cap (Content-Length, then while
+reading), content type, raw body, verification, parsing, optional process filter, backpressure,
+then one atomic dedup claim + durable persist (``inbox.submit_put``, which neither a client that
+hangs up nor the ``put_timeout`` deadline interrupts: they only stop the request waiting for it)
+and the 2xx.  Handlers never run here; the worker pool runs them from the inbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from typing import Any, Final
+
+import attrs
+from aiohttp import hdrs, web
+from aiohttp.web_log import AccessLogger
+from multidict import CIMultiDictProxy
+
+from asyncsdk import ProcessCompleted
+from webhooks._contract import Delivery, Ignored, Inbox, Parsed, Rejection, Verifier
+from webhooks._metrics import Metrics
+from webhooks._parse import check_content_type, parse_body
+from webhooks._verify import TOKEN_PARAM
+
+__all__ = ["INTAKE_KEY", "Intake", "ProcessFilter", "RedactingAccessLogger"]
+
+logger = logging.getLogger("webhooks")
+
+ProcessFilter = Callable[[str], Awaitable[bool]]
+
+_READ_CHUNK: Final = 64 * 1024
+_JSON_HEADERS: Final = {hdrs.CONTENT_TYPE: "application/json; charset=utf-8"}
+_OK_BODIES: Final = {
+    status: json.dumps({"status": status}).encode()
+    for status in ("accepted", "duplicate", "ignored")
+}
+
+
+class _LowerHeaders(Mapping[str, str]):
+    """The request's headers as a verifier sees them: lower-case keys, the first value of each.
+
+    A view over aiohttp's case-insensitive headers, so nothing is copied per request.
+    """
+
+    __slots__ = ("_headers",)
+
+    def __init__(self, headers: CIMultiDictProxy[str]) -> None:
+        self._headers = headers
+
+    def __getitem__(self, key: str) -> str:
+        return self._headers[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._headers.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._headers
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys(key.lower() for key in self._headers))
+
+    def __len__(self) -> int:
+        return len({key.lower() for key in self._headers})
+
+    def __repr__(self) -> str:
+        return f"<headers {list(self)!r}>"
+
+
+class _Deadlines:
+    """Gives up on store answers ``seconds`` after each began, with one timer for all of them.
+
+    Every wait lasts as long and they begin in order, so they also end in order: a queue of
+    ``(deadline, answer)`` and one timer for the oldest answer still awaited take the place of a
+    timer per request.  A late answer is cancelled, which only stops its request waiting.
+    """
+
+    __slots__ = ("_seconds", "_timer", "_waits")
+
+    def __init__(self, seconds: float) -> None:
+        self._seconds = seconds
+        self._waits: collections.deque[tuple[float, asyncio.Future[Any]]] = collections.deque()
+        self._timer: asyncio.TimerHandle | None = None
+
+    def watch(self, answer: asyncio.Future[Any]) -> None:
+        waits = self._waits
+        while waits and waits[0][1].done():
+            waits.popleft()
+        loop = answer.get_loop()
+        deadline = loop.time() + self._seconds
+        waits.append((deadline, answer))
+        if self._timer is None:
+            self._timer = loop.call_at(deadline, self._expire, loop)
+
+    def _expire(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._timer = None
+        waits = self._waits
+        now = loop.time()
+        while waits:
+            deadline, answer = waits[0]
+            if not answer.done():
+                if deadline > now:
+                    self._timer = loop.call_at(deadline, self._expire, loop)
+                    return
+                answer.cancel()
+            waits.popleft()
+
+
+@attrs.define(kw_only=True, eq=False)
+class Intake:
+    """The request path of one receiver.  ``is_running``, ``backlog`` and ``stored`` are the
+    receiver's: whether it accepts deliveries, how many entries wait, and "one more was stored"."""
+
+    inbox: Inbox
+    verifier: Verifier
+    metrics: Metrics
+    process_filter: ProcessFilter | None
+    max_body: int
+    read_timeout: float
+    put_timeout: float
+    queue_limit: int
+    retry_after: int
+    is_running: Callable[[], bool]
+    backlog: Callable[[], int]
+    stored: Callable[[], None]
+    _deadlines: _Deadlines = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._deadlines = _Deadlines(self.put_timeout)
+
+    def _refuse(self, rejection: Rejection) -> web.Response:
+        self.metrics.rejected[rejection.code] += 1
+        response = web.json_response({"error": rejection.reason}, status=rejection.status)
+        if rejection.status == 413:
+            response.force_close()  # the rest of the body is not read
+        return response
+
+    def _unavailable(self, code: str, reason: str) -> web.Response:
+        self.metrics.unavailable[code] += 1
+        return web.json_response(
+            {"error": reason},
+            status=503,
+            headers={hdrs.RETRY_AFTER: str(self.retry_after)},
+        )
+
+    def _ok(self, status: str, started: float) -> web.Response:
+        self.metrics.ack_latency.observe(time.perf_counter() - started)
+        return web.Response(body=_OK_BODIES[status], headers=_JSON_HEADERS)
+
+    async def _read_body(self, request: web.Request) -> bytes | Rejection:
+        content = request.content
+        if content.is_eof():
+            # The whole body is buffered already: nothing to wait for, so no timer.
+            try:
+                body = content.read_nowait()
+            except (OSError, ValueError, web.HTTPException, web.RequestPayloadError) as exc:
+                return Rejection(400, "bad_body", f"could not read the body: {type(exc).__name__}")
+            if len(body) > self.max_body:
+                return Rejection(
+                    413, "too_large", f"body exceeds {self.max_body} bytes; send one event"
+                )
+            return body
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async with asyncio.timeout(self.read_timeout):
+                while True:
+                    chunk = await request.content.read(_READ_CHUNK)
+                    if not chunk:
+                        break
+                    size += len(chunk)
+                    if size > self.max_body:
+                        return Rejection(
+                            413, "too_large", f"body exceeds {self.max_body} bytes; send one event"
+                        )
+                    chunks.append(chunk)
+        except TimeoutError:
+            return Rejection(408, "read_timeout", "the body took too long to arrive")
+        except (OSError, ValueError, web.HTTPException, web.RequestPayloadError) as exc:
+            # RequestPayloadError: a body that does not decode as its Content-Encoding says.
+            return Rejection(400, "bad_body", f"could not read the body: {type(exc).__name__}")
+        return b"".join(chunks)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        """The route handler: the token (if any) comes from the matched route."""
+        return await self.receive(request.match_info, request)
+
+    async def receive(
+        self, path_params: Mapping[str, str], request: web.Request
+    ) -> web.StreamResponse:
+        """One delivery, from the first byte to the answer."""
+        started = time.perf_counter()
+        self.metrics.received += 1
+        if not self.is_running():
+            return self._unavailable("stopping", "the receiver is not running; retry later")
+
+        length = request.content_length
+        if length is not None and length > self.max_body:
+            return self._refuse(
+                Rejection(413, "too_large", f"body exceeds {self.max_body} bytes; send one event")
+            )
+        content_type = request.headers.get(hdrs.CONTENT_TYPE)
+        rejection = check_content_type(content_type)
+        if rejection is not None:
+            return self._refuse(rejection)
+        body = await self._read_body(request)
+        if isinstance(body, Rejection):
+            return self._refuse(body)
+
+        delivery = Delivery(
+            headers=_LowerHeaders(request.headers),
+            path_params=path_params,
+            body=body,
+        )
+        rejection = self.verifier.verify(delivery)
+        if rejection is not None:
+            return self._refuse(rejection)
+
+        parsed = parse_body(body)
+        if isinstance(parsed, Rejection):
+            return self._refuse(parsed)
+        if isinstance(parsed, Ignored):
+            self.metrics.ignored[parsed.code] += 1
+            return self._ok("ignored", started)
+        assert isinstance(parsed, Parsed)
+        event = parsed.event
+
+        if self.process_filter is not None:
+            try:
+                known = await self.process_filter(event.process_id)
+            except Exception:
+                logger.exception("the webhook process filter failed")
+                return self._unavailable("filter", "could not check the process id; retry later")
+            if not known:
+                self.metrics.ignored["unknown_process"] += 1
+                return self._ok("ignored", started)
+
+        if self.backlog() >= self.queue_limit:
+            return self._unavailable("queue_full", "too many events waiting; retry later")
+        return await self._store(event, body, started)
+
+    async def _store(self, event: ProcessCompleted, body: bytes, started: float) -> web.Response:
+        try:
+            # The write goes ahead whatever becomes of ``answer``: a client that hangs up (with
+            # handler_cancellation on) or the deadline only stops this request waiting for it.
+            answer = self.inbox.submit_put(event, body)
+        except Exception as exc:
+            logger.warning("the webhook inbox failed to store an event: %s", exc)
+            return self._unavailable("store_unavailable", "the event store is unavailable")
+        if not answer.done():
+            self._deadlines.watch(answer)
+        try:
+            stored = await answer
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # this request itself is being cancelled
+            logger.warning("the webhook inbox took longer than %s s to store", self.put_timeout)
+            return self._unavailable("store_slow", "the event store is slow; retry later")
+        except Exception as exc:
+            logger.warning("the webhook inbox failed to store an event: %s", exc)
+            return self._unavailable("store_unavailable", "the event store is unavailable")
+        return self._stored(stored, started)
+
+    def _stored(self, stored: bool, started: float) -> web.Response:
+        if stored:
+            self.metrics.accepted += 1
+            self.stored()
+            return self._ok("accepted", started)
+        self.metrics.duplicate += 1
+        return self._ok("duplicate", started)
+
+
+INTAKE_KEY: Final = web.AppKey("webhooks.intake", Intake)
+"""Marks a receiver's own application (the one :attr:`WebhookReceiver.app` builds)."""
+
+
+class RedactingAccessLogger(AccessLogger):
+    """aiohttp's access logger, with the path below a mounted receiver shown as ``***``.
+
+    Any method and any answer: a GET of the hook URL (405) or a path with a stray trailing slash
+    (404) holds the token as much as a delivery does.
+
+    ``web.run_app(app, access_log_class=RedactingAccessLogger)`` or
+    ``web.AppRunner(app, access_log_class=RedactingAccessLogger)``.
+    """
+
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+        redacted = None
+        if isinstance(request, web.Request):
+            with contextlib.suppress(Exception):
+                redacted = _redacted_target(request)
+        if redacted is not None:
+            try:
+                request = request.clone(rel_url=redacted)
+            except RuntimeError:
+                self.logger.info("webhook delivery (request line withheld: it holds a token)")
+                return
+        super().log(request, response, time)
+
+
+def _redacted_target(request: web.Request) -> str | None:
+    """The request target with everything below a receiver's mount point as ``***``, or None."""
+    path = request.rel_url.raw_path
+    query = request.rel_url.raw_query_string
+    mounts: list[str] = []
+    for app in request.match_info.apps:
+        if INTAKE_KEY in app:
+            mounts.append("")  # the receiver's own app serves at the root
+        for resource in app.router.resources():
+            if isinstance(resource, web.PrefixedSubAppResource):
+                info = resource.get_info()
+                if INTAKE_KEY in info["app"]:
+                    mounts.append(info["prefix"].rstrip("/"))
+    for mount in mounts:
+        if path.startswith(mount + "/") and len(path) > len(mount) + 1:
+            return f"{mount}/***" + (f"?{query}" if query else "")
+    token = request.match_info.get(TOKEN_PARAM)
+    if token:
+        return request.path_qs.replace(token, "***")
+    return None

@@ -1,0 +1,225 @@
+"""An inbox in one SQLite file: durable, dependency-free, safe for several processes.
+
+Every operation is a function of the connection that :class:`~._sqlite_db.SQLiteWriter` runs on
+its writer thread, grouped with the others that queue meanwhile into one transaction (one fsync
+for all of them).  A ``put`` that returned is committed with ``synchronous=FULL``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import time
+from collections.abc import Sequence
+from operator import itemgetter
+from pathlib import Path
+
+from asyncsdk import ConfigurationError, ProcessCompleted
+from webhooks._codec import dedup_key_text, encode_event
+from webhooks._contract import (
+    DEFAULT_CLAIM_TIMEOUT,
+    DEFAULT_DEDUP_RETENTION,
+    InboxEntry,
+    UnknownEntryError,
+)
+from webhooks.inboxes import _sqlite_db as db
+
+__all__ = ["SQLiteInbox"]
+
+
+class SQLiteInbox:
+    """The :class:`~webhooks.Inbox` contract in a SQLite file at ``path``.
+
+    ``claim_timeout``: seconds after which an unextended claim counts as abandoned.
+    ``dedup_retention``: seconds a finished event's dedup key is kept (then its row is purged).
+    ``batch_window``: seconds to wait for more writes before a transaction starts (default 0:
+    the writes that queue while the previous transaction commits are batch enough, and waiting
+    only adds latency unless commits are cheap and the CPU is the limit).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        claim_timeout: float = DEFAULT_CLAIM_TIMEOUT,
+        dedup_retention: float = DEFAULT_DEDUP_RETENTION,
+        batch_window: float = 0.0,
+        busy_timeout: float = 5.0,
+    ) -> None:
+        if claim_timeout <= 0 or dedup_retention <= 0 or batch_window < 0:
+            raise ConfigurationError(
+                "claim_timeout and dedup_retention must be positive and batch_window >= 0"
+            )
+        self.path = Path(path)
+        self._claim_timeout = float(claim_timeout)
+        self.dedup_retention = float(dedup_retention)
+        self.batch_window = float(batch_window)
+        self._db = db.SQLiteWriter(
+            self.path,
+            busy_timeout=busy_timeout,
+            batch_window=self.batch_window,
+            dedup_retention=self.dedup_retention,
+        )
+
+    def __repr__(self) -> str:
+        return f"SQLiteInbox({str(self.path)!r})"
+
+    @property
+    def claim_timeout(self) -> float:
+        return self._claim_timeout
+
+    async def put(self, event: ProcessCompleted, raw: bytes) -> bool:
+        return bool(await self.submit_put(event, raw))
+
+    def submit_put(self, event: ProcessCompleted, raw: bytes) -> asyncio.Future[bool]:
+        """Queue :meth:`put` and return at once: the future gets its answer after the commit.
+
+        The write goes ahead whatever becomes of the future: cancelling it, or giving up on it
+        after a deadline, only drops the answer, so a caller that stops waiting (a client that
+        hung up, a timeout) never interrupts or undoes a commit.  Raises
+        :class:`~webhooks.InboxUnavailableError` at once if the inbox is closed.
+        """
+        key = dedup_key_text(event)
+        data = encode_event(event)
+        body = bytes(raw)
+
+        def op(conn: sqlite3.Connection) -> bool:
+            now = time.time()
+            cur = conn.execute(
+                "INSERT INTO webhook_inbox (dedup_key, event, raw, state, received_at, due_at)"
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (dedup_key) DO NOTHING",
+                (key, data, body, db.PENDING, now, now),
+            )
+            if cur.rowcount == 1:
+                return True
+            # A finished key past its retention is free again (the purge may not have run yet).
+            cur = conn.execute(
+                "UPDATE webhook_inbox SET event = ?, raw = ?, state = ?, attempts = 0,"
+                " last_error = NULL, received_at = ?, due_at = ?, claimed_by = NULL,"
+                " claimed_at = NULL, finished_at = NULL"
+                " WHERE dedup_key = ? AND state = ? AND finished_at < ?",
+                (data, body, db.PENDING, now, now, key, db.DONE, now - self.dedup_retention),
+            )
+            return cur.rowcount == 1
+
+        # One statement writes (the UPDATE runs only when the INSERT changed nothing).
+        return self._db.submit(op, db.STATEMENT)
+
+    async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
+        if limit <= 0:
+            return []
+
+        def op(conn: sqlite3.Connection) -> list[InboxEntry]:
+            now = time.time()
+            rows = conn.execute(
+                db.CLAIM_SQL, (consumer, now, db.PENDING, now, now - self._claim_timeout, limit)
+            ).fetchall()
+            rows.sort(key=itemgetter(0))
+            return [db.entry(row) for row in rows]
+
+        result: list[InboxEntry] = await self._db.submit(op, db.STEPS)
+        return result
+
+    async def extend(self, consumer: str, entry_ids: Sequence[str]) -> None:
+        ids = [int(i) for i in entry_ids if i.isdigit()]
+        if not ids:
+            return
+
+        def op(conn: sqlite3.Connection) -> None:
+            conn.executemany(
+                "UPDATE webhook_inbox SET claimed_at = ? WHERE id = ? AND claimed_by = ?"
+                " AND state = ?",
+                [(time.time(), i, consumer, db.PENDING) for i in ids],
+            )
+
+        await self._db.submit(op, db.STATEMENT)
+
+    async def ack(self, entry_id: str) -> None:
+        if not entry_id.isdigit():
+            return
+
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute(db.ACK_SQL, (db.DONE, time.time(), int(entry_id), db.DONE))
+
+        await self._db.submit(op, db.STATEMENT)
+
+    async def ack_many(self, entry_ids: Sequence[str]) -> None:
+        """:meth:`ack` for every id, in one step of the writer thread."""
+        ids = [int(i) for i in entry_ids if i.isdigit()]
+        if not ids:
+            return
+
+        def op(conn: sqlite3.Connection) -> None:
+            finished = time.time()
+            conn.executemany(db.ACK_SQL, [(db.DONE, finished, i, db.DONE) for i in ids])
+
+        await self._db.submit(op, db.STEPS)  # several statements: a savepoint keeps them one step
+
+    async def retry_later(self, entry_id: str, error: str, delay: float) -> None:
+        if not entry_id.isdigit():
+            return
+
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "UPDATE webhook_inbox SET claimed_by = NULL, claimed_at = NULL, last_error = ?,"
+                " due_at = ? WHERE id = ? AND state = ?",
+                (error, time.time() + max(0.0, delay), int(entry_id), db.PENDING),
+            )
+
+        await self._db.submit(op, db.STATEMENT)
+
+    async def dead_letter(self, entry_id: str, error: str) -> None:
+        if not entry_id.isdigit():
+            return
+
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "UPDATE webhook_inbox SET state = ?, claimed_by = NULL, claimed_at = NULL,"
+                " last_error = ?, finished_at = ? WHERE id = ? AND state = ?",
+                (db.DEAD, error, time.time(), int(entry_id), db.PENDING),
+            )
+
+        await self._db.submit(op, db.STATEMENT)
+
+    async def dead_letters(self, limit: int = 1000) -> list[InboxEntry]:
+        def op(conn: sqlite3.Connection) -> list[InboxEntry]:
+            rows = conn.execute(db.DEAD_SQL, (db.DEAD, limit)).fetchall()
+            return [db.entry(row) for row in rows]
+
+        entries: list[InboxEntry] = await self._db.submit(op, db.READ)
+        return entries
+
+    async def replay(self, entry_id: str) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            cur = conn.execute(
+                "UPDATE webhook_inbox SET state = ?, attempts = 0, due_at = ?, finished_at = NULL"
+                " WHERE id = ? AND state = ?",
+                (db.PENDING, time.time(), int(entry_id), db.DEAD),
+            )
+            if cur.rowcount != 1:
+                raise UnknownEntryError(f"no dead letter with id {entry_id!r}; list dead_letters()")
+
+        if not entry_id.isdigit():
+            raise UnknownEntryError(f"no dead letter with id {entry_id!r}; list dead_letters()")
+        await self._db.submit(op, db.STATEMENT)
+
+    async def pending_count(self) -> int:
+        def op(conn: sqlite3.Connection) -> int:
+            (count,) = conn.execute(
+                "SELECT COUNT(*) FROM webhook_inbox WHERE state = ?", (db.PENDING,)
+            ).fetchone()
+            return int(count)
+
+        pending: int = await self._db.submit(op, db.READ)
+        return pending
+
+    async def check(self) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute("SELECT 1 FROM webhook_inbox LIMIT 1").fetchall()
+
+        await self._db.submit(op, db.READ)
+
+    async def close(self) -> None:
+        """Run everything already queued, then close the connection and end the thread."""
+        await self._db.close()
