@@ -17,7 +17,7 @@ from asyncsdk.sandbox._runtime import Runtime
 from asyncsdk.sandbox._stats import Stats
 
 if TYPE_CHECKING:
-    from asyncsdk._client import Client
+    from asyncsdk import Client
 
 __all__ = ["Sandbox", "run_forever"]
 
@@ -124,7 +124,7 @@ class Sandbox:
         0.01 s, ``backoff_initial`` 0.001 s, ``backoff_max`` 0.005 s); ``options`` override those
         and take any other ``Client`` setting.  Use it as ``async with sb.client() as client:``.
         """
-        from asyncsdk._client import Client
+        from asyncsdk import Client
 
         options.setdefault("api_key", self.api_key)
         options.setdefault("min_poll_interval", 0.01)
