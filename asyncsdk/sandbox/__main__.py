@@ -8,7 +8,6 @@ import contextlib
 import signal
 
 from asyncsdk.sandbox._config import SandboxConfig
-from asyncsdk.sandbox._sandbox import run_forever
 
 __all__ = ["build_parser", "config_from_args", "main"]
 
@@ -54,8 +53,10 @@ async def _serve_until_signalled(args: argparse.Namespace) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):  # not on every platform
             loop.add_signal_handler(sig, task.cancel)
+    from asyncsdk.sandbox import serve  # the emulator needs Pillow: a missing one is named here
+
     with contextlib.suppress(asyncio.CancelledError):
-        await run_forever(args.host, args.port, config_from_args(args))
+        await serve(args.host, args.port, config_from_args(args))
 
 
 def main(argv: list[str] | None = None) -> int:
