@@ -124,12 +124,14 @@ def format_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> st
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def result_name(photo_stem: str, tool: str, index: int, count: int) -> str:
-    """The file stem of a result: ``kitchen--image-enhancement`` (``-2``... when several)."""
+def result_name(photo_stem: str, tool: str, index: int, count: int, widgets: str = "") -> str:
+    """The file stem of a result: ``kitchen--image-enhancement``, with the widgets' digest when
+    given (``kitchen--virtual-staging-1a2b3c4d``) and ``-2``... when a process made several."""
     stem = _UNSAFE.sub("-", photo_stem).strip("-") or "photo"
     short = tool.removeprefix("tool-")
+    digest = f"-{widgets}" if widgets else ""
     suffix = f"-{index + 1}" if count > 1 else ""
-    return f"{stem}--{short}{suffix}"
+    return f"{stem}--{short}{digest}{suffix}"
 
 
 def _suffix_for(content_type: str, url: URL) -> str:

@@ -32,7 +32,7 @@ Rectangle = tuple[float, float, float, float]
 @attrs.frozen(kw_only=True)
 class JobSpec:
     """What to do: a photo, a tool, its widgets (short names welcome), and for the mask tool the
-    rectangles to remove."""
+    rectangles to remove.  ``widgets_digest``, when set, goes into the result names."""
 
     photo: Path
     tool: str
@@ -40,6 +40,7 @@ class JobSpec:
     label: str = ""
     mask_rectangles: tuple[Rectangle, ...] = ()
     output_stem: str = ""
+    widgets_digest: str = ""
 
     @property
     def title(self) -> str:
@@ -167,7 +168,13 @@ class Runner:
                 self.session,
                 asset.src,
                 self.out_dir,
-                result_name(spec.stem, process.tool or spec.tool, index, len(assets)),
+                result_name(
+                    spec.stem,
+                    process.tool or spec.tool,
+                    index,
+                    len(assets),
+                    spec.widgets_digest,
+                ),
             )
             for index, asset in enumerate(assets)
         ]

@@ -12,14 +12,18 @@ import contextlib
 import secrets
 import socket
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 import attrs
 from aiohttp import web
 
 from asyncsdk._client import Client
-from asyncsdk.sandbox import Sandbox, SandboxConfig
+from asyncsdk.sandbox import SandboxConfig
 from webhooks import MemoryInbox, TokenVerifier, Verifier, WebhookReceiver
 from webhooks._registry import Registry
+
+if TYPE_CHECKING:
+    from asyncsdk.sandbox import Sandbox
 
 __all__ = ["LocalService", "local_service", "serve_app"]
 
@@ -71,6 +75,8 @@ def _token_verifier(token: str) -> Verifier:
 @contextlib.asynccontextmanager
 async def local_service(config: SandboxConfig) -> AsyncIterator[LocalService]:
     """Start the receiver, then the sandbox delivering to it; stop both on exit."""
+    from asyncsdk.sandbox import Sandbox  # needs Pillow; without it, one line names the extra
+
     registry = Registry()
     token = secrets.token_urlsafe(24)
     receiver = WebhookReceiver(

@@ -7,6 +7,10 @@ any of them and it is a new job).  Every step is appended as it happens:
 * ``created``: the process exists (``process_id``); this is the step that costs money;
 * ``done`` / ``failed``: the process finished; for ``done`` the result files are in ``outputs``.
 
+Lines of another kind, ``{"kind": "generation", "at": ..., "service": ...}``, record each
+generation slot taken (see :mod:`asyncsdk._cli._pace`), so that a second run keeps the pace of the
+first.  Journals written before these lines existed read as they did.
+
 The last line of a job wins.  A second run skips ``done`` jobs whose files exist, waits again on
 ``created`` ones, and for ``uploaded`` ones first looks in the order for a process the first run
 may have created before it stopped, so that no photo is ever paid for twice.
@@ -30,10 +34,12 @@ import attrs
 __all__ = [
     "STATE_FILE",
     "Action",
+    "GenerationMark",
     "PhotoKey",
     "Record",
     "StateFile",
     "decide",
+    "widgets_digest",
 ]
 
 STATE_FILE: Final = ".asyncsdk-process.jsonl"
@@ -44,6 +50,7 @@ CREATED: Final = "created"
 DONE: Final = "done"
 FAILED: Final = "failed"
 STAGES: Final = frozenset({UPLOADED, CREATED, DONE, FAILED})
+GENERATION: Final = "generation"  # the kind of a line that records a generation slot taken
 
 
 def _canonical(value: Any) -> str:
@@ -60,6 +67,12 @@ def _canonical_widgets(widgets: Sequence[Mapping[str, Any]]) -> str:
         for w in widgets
     ]
     return _canonical(sorted(entries, key=_canonical))
+
+
+def widgets_digest(widgets: Sequence[Mapping[str, Any]]) -> str:
+    """Eight hex digits naming the widgets in wire form: however spelled, the same settings give
+    the same digest, and it goes into result names so that two jobs never share a file."""
+    return hashlib.sha256(_canonical_widgets(widgets).encode()).hexdigest()[:8]
 
 
 @attrs.frozen(kw_only=True)
@@ -151,16 +164,37 @@ class Record:
         return record
 
 
+@attrs.frozen(kw_only=True)
+class GenerationMark:
+    """One generation slot taken on ``service`` at ``at`` (wall-clock seconds)."""
+
+    at: float
+    service: str
+
+    def to_json(self) -> str:
+        return _canonical({"kind": GENERATION, "at": self.at, "service": self.service})
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> GenerationMark:
+        at, service = data.get("at"), data.get("service")
+        if isinstance(at, bool) or not isinstance(at, int | float) or not isinstance(service, str):
+            raise ValueError("a generation line has a number 'at' and a string 'service'")
+        return cls(at=float(at), service=service)
+
+
 @attrs.define
 class StateFile:
-    """The append-only JSON-lines file; ``load`` gives the last record of each job."""
+    """The append-only JSON-lines file; ``load`` gives the last record of each job, and the
+    generation slots taken on each service."""
 
     path: Path
     skipped_lines: int = 0
+    generations: list[GenerationMark] = attrs.Factory(list)
 
     def load(self) -> dict[str, Record]:
         records: dict[str, Record] = {}
         self.skipped_lines = 0
+        self.generations = []
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -169,6 +203,10 @@ class StateFile:
             if not line.strip():
                 continue
             try:
+                data = json.loads(line)
+                if isinstance(data, dict) and data.get("kind") == GENERATION:
+                    self.generations.append(GenerationMark.from_data(data))
+                    continue
                 record = Record.from_json(line)
             except (ValueError, TypeError):
                 # A line cut short by a crash, or edited by hand: that step is redone.
@@ -177,7 +215,11 @@ class StateFile:
             records[record.key] = record
         return records
 
-    def append(self, record: Record) -> None:
+    def generation_times(self, service: str) -> list[float]:
+        """When the generations recorded on ``service`` started (as of the last ``load``)."""
+        return [mark.at for mark in self.generations if mark.service == service]
+
+    def append(self, record: Record | GenerationMark) -> None:
         """Write one line and push it to disk before the next step starts."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as file:

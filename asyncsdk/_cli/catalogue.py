@@ -13,7 +13,7 @@ from asyncsdk._catalogue import Catalogue
 from asyncsdk._cli._common import format_table, service_settings
 from asyncsdk._client import Client
 from asyncsdk._protocol.convert import make_converter
-from asyncsdk.sandbox import Sandbox, SandboxConfig
+from asyncsdk.sandbox import SandboxConfig
 
 __all__ = ["add_parsers"]
 
@@ -53,6 +53,8 @@ def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
 @contextlib.asynccontextmanager
 async def _client(args: argparse.Namespace, *, key_needed: bool) -> AsyncIterator[Client]:
     if args.sandbox:
+        from asyncsdk.sandbox import Sandbox  # needs Pillow; without it, one line names the extra
+
         async with (
             Sandbox(SandboxConfig()) as sandbox,
             Client(

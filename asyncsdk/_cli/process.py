@@ -24,33 +24,31 @@ import aiohttp
 import attrs
 
 from asyncsdk import ResultWaiter
+from asyncsdk._cli import _report
+from asyncsdk._cli._batch import Batch
 from asyncsdk._cli._common import (
-    EXIT_FAILED,
     EXIT_OK,
     UsageError,
-    exit_code_for,
-    format_table,
     parse_widgets,
+    result_name,
     service_settings,
 )
-from asyncsdk._cli._jobs import JobResult, JobSpec, Runner, Steps
+from asyncsdk._cli._jobs import JobResult, JobSpec, Runner
 from asyncsdk._cli._local import local_service
+from asyncsdk._cli._pace import DEFAULT_LIMIT, GenerationPace, Pacer, least_time, parse_limit
 from asyncsdk._cli._state import (
-    CREATED,
-    DONE,
     FAILED,
     STATE_FILE,
-    UPLOADED,
     Action,
+    GenerationMark,
     PhotoKey,
     Record,
     StateFile,
     decide,
+    widgets_digest,
 )
 from asyncsdk._client import Client
-from asyncsdk._errors import AsyncSDKError, WaitTimeoutError
-from asyncsdk._limits import GenerationLimit
-from asyncsdk._models import Process, ToolSlug
+from asyncsdk._models import ToolSlug
 from asyncsdk._progress import Progress
 from asyncsdk._uploads import ACCEPTED_EXTENSIONS
 from asyncsdk.sandbox import SandboxConfig
@@ -66,6 +64,12 @@ separate values with commas, for multi-select widgets.
 Resumable: the steps of each photo are kept in --out/.asyncsdk-process.jsonl.  Running the same
 command again skips finished photos and collects processes already created instead of creating
 (and paying for) new ones.  Failed photos are left alone unless --retry-failed is given.
+Results are named PHOTO--TOOL-DIGEST.EXT, DIGEST naming the widgets, so runs with other settings
+into the same --out never overwrite each other.
+
+Creations keep to the account's generation limit (--generation-limit, default 10/600: the
+service's 10 per 10 minutes); waits are explained as they happen, and the slots taken are kept in
+the journal so that the next run resumes the pace.  --dry-run shows the plan and its least time.
 
 The service comes from ASYNCSDK_API_KEY, ASYNCSDK_BASE_URL (or --base-url) and ASYNCSDK_APP_URL;
 --sandbox runs everything against a built-in emulator instead.
@@ -119,6 +123,18 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         action="store_true",
         help="run against a built-in emulator of the service (no key, no network, no cost)",
     )
+    parser.add_argument(
+        "--generation-limit",
+        metavar="CALLS/SECONDS",
+        help="the account's generation limit to keep to (default 10/600, the service's; none "
+        "with --sandbox unless given, and then the sandbox enforces it too)",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list what would be created and how long the generation limit makes it; create "
+        "nothing",
+    )
     parser.set_defaults(handler=run, interrupt_hint="interrupted; run the same command to resume")
 
 
@@ -168,94 +184,93 @@ def _stems(photos: Sequence[Path]) -> dict[Path, str]:
     return stems
 
 
-@attrs.define(kw_only=True)
-class _Batch:
-    """One run of the command: the runner, the state file and where the service is."""
-
-    runner: Runner
-    state: StateFile
-    service: str
-    out_dir: Path
-    bar: Progress
-
-    async def job(
-        self, spec: JobSpec, key: PhotoKey, record: Record | None, action: Action
-    ) -> JobResult:
-        started = time.monotonic()
-        result = JobResult(spec=spec, status="error")
-        try:
-            process, current = await self._steps(spec, key, record, action)
-            result.process_id = process.id
-            if process.succeeded:
-                result.outputs = await self.runner.fetch(spec, process)
-                names = tuple(p.name for p in result.outputs)
-                self.state.append(current.step(DONE, outputs=names))
-            else:
-                self.state.append(current.step(FAILED, error="the process failed"))
-                result.error = "the process failed; --retry-failed runs it again"
-                result.exit_code = EXIT_FAILED
-            result.status = process.status
-        except WaitTimeoutError as exc:
-            result.status = "waiting"
-            result.error = f"still running after {self.runner.timeout:g} s; run again to collect it"
-            result.process_id = exc.process_id
-            result.exit_code = EXIT_FAILED
-        except (AsyncSDKError, OSError) as exc:
-            result.error = str(exc)
-            result.exit_code = exit_code_for(exc) or EXIT_FAILED
-        result.seconds = time.monotonic() - started
-        if result.status != DONE:
-            self.bar.note(f"{spec.photo}: {result.error or result.status}")
-        self.bar.advance()
-        return result
-
-    async def _steps(
-        self, spec: JobSpec, key: PhotoKey, record: Record | None, action: Action
-    ) -> tuple[Process, Record]:
-        """Upload, create or adopt, and wait, as ``action`` says; each step is recorded."""
-        runner = self.runner
-        steps = Steps()
-        if record is not None and record.service == self.service and action.kind != "new":
-            current = record
-            steps.order_id = record.order_id
-            steps.process_id = record.process_id if action.kind == "resume" else ""
-        else:
-            current = Record.start(key, self.service)
-        if action.kind == "new":
-            await runner.upload(spec, steps)
-            current = current.step(UPLOADED, order_id=steps.order_id)
-            self.state.append(current)
-        if not steps.process_id:
-            if action.kind == "adopt":
-                order = await runner.client.orders.get(steps.order_id)
-                if order.processes:
-                    # The order was made for this photo alone: a process on it is ours, created
-                    # by a run that stopped before it could write the process id down.
-                    steps.process_id = order.processes[0].id
-            if not steps.process_id:
-                await runner.create(spec, steps)
-            current = current.step(CREATED, process_id=steps.process_id)
-            self.state.append(current)
-        return await runner.wait(steps), current
-
-
 @contextlib.asynccontextmanager
 async def _service(
-    args: argparse.Namespace,
+    args: argparse.Namespace, limit: GenerationPace | None
 ) -> AsyncIterator[tuple[Client, ResultWaiter | None, str]]:
     """A client, the registry to wait on (embedded sandbox only) and the service's identity."""
     if args.sandbox:
         config = SandboxConfig(pending_delay=0.2, processing_delay=0.5)
+        if limit is not None:  # the embedded sandbox enforces the limit asked for, as the service
+            config = attrs.evolve(
+                config,
+                rate_limit=True,
+                rate_limit_count=limit.calls,
+                rate_limit_window=limit.period,
+            )
         async with local_service(config) as local, local.client() as client:
             yield client, local.registry, f"sandbox:{uuid.uuid4().hex}"
         return
     key, base, app = service_settings(os.environ, args.base_url, args.app_url)
-    # The service allows 10 generations per 10 minutes: creations wait for a place rather than
-    # drawing 429s.
-    async with Client(
-        api_key=key, base_url=base, app_url=app, generation_limit=GenerationLimit()
-    ) as client:
+    # Creations are paced by the command itself (see _pace), with the slots of earlier runs.
+    async with Client(api_key=key, base_url=base, app_url=app) as client:
         yield client, None, str(client.settings.base_url)
+
+
+def _limit(args: argparse.Namespace) -> GenerationPace | None:
+    """The pace to keep: the option's, else the service's limit (the embedded sandbox has none)."""
+    if args.generation_limit is not None:
+        return parse_limit(args.generation_limit)
+    return None if args.sandbox else DEFAULT_LIMIT
+
+
+Plan = list[tuple[JobSpec, PhotoKey, Record | None, Action]]
+
+_EARLIER = {"skip": "skipped", "skip-failed": FAILED, "refuse": "refused"}
+_DRY_ACTIONS = {
+    "new": "create",
+    "adopt": "create (photo uploaded before)",
+    "resume": "wait (process created before)",
+    "skip": "done before",
+    "skip-failed": "failed before",
+    "refuse": "refused",
+}
+
+
+def _plan(
+    specs: Sequence[JobSpec],
+    records: dict[str, Record],
+    args: argparse.Namespace,
+    service: str,
+    tool: str,
+    wire_widgets: list[dict[str, object]],
+) -> tuple[Plan, list[JobResult]]:
+    """The jobs to run, and the results of those an earlier run settled."""
+    plan: Plan = []
+    results: list[JobResult] = []
+    for spec in specs:
+        key = PhotoKey.of(spec.photo, tool, wire_widgets)
+        record = records.get(key.digest)
+        action = decide(record, service=service, out_dir=args.out, retry_failed=args.retry_failed)
+        if action.kind not in _EARLIER:
+            plan.append((spec, key, record, action))
+            continue
+        outputs = [args.out / name for name in record.outputs] if record else []
+        results.append(
+            JobResult(
+                spec=spec,
+                status=_EARLIER[action.kind],
+                process_id=record.process_id if record else "",
+                outputs=outputs if action.kind == "skip" else [],
+                error=action.reason if action.kind != "skip" else "done in an earlier run",
+                exit_code=0 if action.kind == "skip" else 1,
+            )
+        )
+    return plan, results
+
+
+def _dry_run_rows(plan: Plan, earlier: Sequence[JobResult], tool: str) -> list[list[str]]:
+    rows = []
+    for spec, _, record, action in plan:
+        if action.kind == "resume" and record is not None:
+            shown = f"from process {record.process_id}"
+        else:
+            shown = result_name(spec.stem, tool, 0, 1, spec.widgets_digest) + ".*"
+        rows.append([str(spec.photo), _DRY_ACTIONS[action.kind], shown])
+    for result in earlier:
+        shown = ", ".join(str(p) for p in result.outputs) or result.error
+        rows.append([str(result.spec.photo), result.status, shown])
+    return rows
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -263,6 +278,7 @@ async def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--concurrency must be 1 or more, not {args.concurrency}")
     if args.timeout <= 0:
         raise UsageError(f"--timeout must be a positive number of seconds, not {args.timeout}")
+    limit = _limit(args)
     widgets = parse_widgets(args.widget)
     out_dir: Path = args.out
     photos = collect_photos(args.paths, out_dir)
@@ -278,7 +294,10 @@ async def run(args: argparse.Namespace) -> int:
             f"warning: {state.skipped_lines} unreadable line(s) in {state.path} were ignored\n"
         )
 
-    async with _service(args) as (client, registry, service), aiohttp.ClientSession() as session:
+    async with (
+        _service(args, limit) as (client, registry, service),
+        aiohttp.ClientSession() as session,
+    ):
         runner = Runner(
             client=client,
             session=session,
@@ -294,38 +313,33 @@ async def run(args: argparse.Namespace) -> int:
                 "client.orders.append_mask() from Python (see asyncsdk.samples)"
             )
         # Jobs are known by the tool's slug and the widgets' full slugs, however they were
-        # spelled on the command line: another spelling must not pay for a photo twice.
+        # spelled on the command line: another spelling must not pay for a photo twice, and
+        # other widgets never share a result file name.
         tool, wire_widgets = await runner.check(specs[0])
-        plan = []
-        results: list[JobResult] = []
-        for spec in specs:
-            key = PhotoKey.of(spec.photo, tool, wire_widgets)
-            record = records.get(key.digest)
-            action = decide(
-                record, service=service, out_dir=out_dir, retry_failed=args.retry_failed
-            )
-            if action.kind in ("skip", "skip-failed", "refuse"):
-                status = {"skip": "skipped", "skip-failed": FAILED, "refuse": "refused"}[
-                    action.kind
-                ]
-                outputs = [out_dir / name for name in record.outputs] if record else []
-                results.append(
-                    JobResult(
-                        spec=spec,
-                        status=status,
-                        process_id=record.process_id if record else "",
-                        outputs=outputs if action.kind == "skip" else [],
-                        error=action.reason if action.kind != "skip" else "done in an earlier run",
-                        exit_code=0 if action.kind == "skip" else 1,
-                    )
-                )
-            else:
-                plan.append((spec, key, record, action))
+        digest = widgets_digest(wire_widgets)
+        specs = [attrs.evolve(spec, widgets_digest=digest) for spec in specs]
+        plan, results = _plan(specs, records, args, service, tool, wire_widgets)
         counts = Counter(action.kind for *_, action in plan)
-        _announce(len(specs), counts, results)
+        generations = counts["new"] + counts["adopt"]
+        taken = state.generation_times(service)
+        least = least_time(taken, generations, time.time(), limit) if limit is not None else 0.0
+        if args.dry_run:
+            rows = _dry_run_rows(plan, results, tool)
+            print(_report.dry_run(rows, generations, least, limit))
+            return EXIT_OK
+        _report.announce(len(specs), counts, results)
         semaphore = asyncio.Semaphore(args.concurrency)
+        started = time.monotonic()
         with Progress(total=len(plan), label=args.tool.removeprefix("tool-")) as bar:
-            batch = _Batch(runner=runner, state=state, service=service, out_dir=out_dir, bar=bar)
+            batch = Batch(runner=runner, state=state, service=service, bar=bar)
+            if limit is not None:
+                batch.pacer = Pacer(
+                    limit=limit,
+                    taken=taken,
+                    left=generations,
+                    on_taken=lambda at: state.append(GenerationMark(at=at, service=service)),
+                    on_wait=batch.show_wait,
+                )
 
             async def limited(item: tuple[JobSpec, PhotoKey, Record | None, Action]) -> JobResult:
                 async with semaphore:
@@ -333,42 +347,13 @@ async def run(args: argparse.Namespace) -> int:
 
             async with bar.ticking():
                 results.extend(await asyncio.gather(*(limited(item) for item in plan)))
+        took = time.monotonic() - started
 
     order = {spec.photo: index for index, spec in enumerate(specs)}
     results.sort(key=lambda r: order[r.spec.photo])
-    print(_table(results))
+    print(_report.results_table(results))
     print()
-    print(_summary(results, out_dir))
+    print(_report.summary(results, out_dir))
+    if plan:
+        print(_report.timing(took, generations, least, limit))
     return max((r.exit_code for r in results), default=EXIT_OK)
-
-
-def _announce(total: int, counts: Counter[str], earlier: Sequence[JobResult]) -> None:
-    parts = []
-    if counts["new"]:
-        parts.append(f"{counts['new']} new")
-    resumed = counts["resume"] + counts["adopt"]
-    if resumed:
-        parts.append(f"{resumed} resumed from an earlier run")
-    skipped = sum(1 for r in earlier if r.status == "skipped")
-    if skipped:
-        parts.append(f"{skipped} already done")
-    failed = sum(1 for r in earlier if r.status == FAILED)
-    if failed:
-        parts.append(f"{failed} failed before (--retry-failed to run them again)")
-    print(f"{total} photo(s): {', '.join(parts) or 'nothing to do'}")
-    sys.stdout.flush()
-
-
-def _table(results: Sequence[JobResult]) -> str:
-    rows = []
-    for result in results:
-        outputs = ", ".join(str(p) for p in result.outputs) or result.error or "-"
-        seconds = f"{result.seconds:.1f}" if result.status != "skipped" else "-"
-        rows.append([str(result.spec.photo), result.status, seconds, outputs])
-    return format_table(["photo", "status", "seconds", "output"], rows)
-
-
-def _summary(results: Sequence[JobResult], out_dir: Path) -> str:
-    counts = Counter(result.status for result in results)
-    parts = [f"{count} {status}" for status, count in sorted(counts.items())]
-    return f"{', '.join(parts)}; results in {out_dir}{os.sep}"

@@ -24,7 +24,6 @@ from asyncsdk._cli._common import UsageError
 from asyncsdk._cli._local import serve_app
 from asyncsdk._models import ProcessCompleted
 from asyncsdk._protocol.convert import make_converter
-from asyncsdk.sandbox import Sandbox
 from asyncsdk.sandbox.__main__ import build_parser as sandbox_options
 from asyncsdk.sandbox.__main__ import config_from_args
 from webhooks import (
@@ -40,7 +39,7 @@ from webhooks import (
 if TYPE_CHECKING:
     from webhooks._redis import RedisRegistry
 
-__all__ = ["add_parsers", "until_stopped"]
+__all__ = ["add_parsers", "stop_signals"]
 
 TOKEN_ENV = "ASYNCSDK_WEBHOOK_TOKEN"  # noqa: S105 - the name of a variable, not a secret
 
@@ -104,22 +103,32 @@ def _signals(stop: Callable[[], None]) -> Iterator[None]:
             loop.remove_signal_handler(sig)
 
 
-async def until_stopped() -> None:
-    """Return on SIGINT (Ctrl-C) or SIGTERM."""
+@contextlib.contextmanager
+def stop_signals() -> Iterator[asyncio.Event]:
+    """An event set by SIGINT (Ctrl-C) or SIGTERM, caught from the start of the block on.
+
+    Enter it before saying that a server is up: a signal sent as soon as the address is printed
+    then stops the server cleanly instead of killing the process.
+    """
     stopped = asyncio.Event()
     with _signals(stopped.set):
-        await stopped.wait()
+        yield stopped
 
 
 async def run_sandbox(args: argparse.Namespace) -> int:
+    from asyncsdk.sandbox import Sandbox  # needs Pillow; without it, one line names the extra
+
     config = config_from_args(args)
-    async with Sandbox(config, host=args.host, port=args.port, port_file=args.port_file) as sandbox:
-        url, key = sandbox.base_url, sandbox.api_key
-        print(f"sandbox serving on {url}")
-        print(f"  API key: {key}")
-        print(f"  export ASYNCSDK_BASE_URL={url} ASYNCSDK_API_KEY={key}")
-        print("Ctrl-C to stop", flush=True)
-        await until_stopped()
+    with stop_signals() as stopped:
+        async with Sandbox(
+            config, host=args.host, port=args.port, port_file=args.port_file
+        ) as sandbox:
+            url, key = sandbox.base_url, sandbox.api_key
+            print(f"sandbox serving on {url}")
+            print(f"  API key: {key}")
+            print(f"  export ASYNCSDK_BASE_URL={url} ASYNCSDK_API_KEY={key}")
+            print("Ctrl-C to stop", flush=True)
+            await stopped.wait()
     print("sandbox stopped", flush=True)
     return 0
 
@@ -196,14 +205,15 @@ async def run_receiver(args: argparse.Namespace) -> int:
 
         app = web.Application()
         receiver.setup(app, prefix=prefix)
-        async with _closing(registry), serve_app(app, args.host, args.port) as port:
-            path = prefix + shown_token
-            shown_host = f"[{args.host}]" if ":" in args.host else args.host
-            where = str(args.out) if args.out else "stdout"
-            print(f"receiver listening on http://{shown_host}:{port}{prefix}", file=sys.stderr)
-            print(f"  register: https://<your host>{path}", file=sys.stderr)
-            print(f"  local:    http://{shown_host}:{port}{path}", file=sys.stderr)
-            print(f"  events -> {where}; Ctrl-C to stop", file=sys.stderr, flush=True)
-            await until_stopped()
+        with stop_signals() as stopped:
+            async with _closing(registry), serve_app(app, args.host, args.port) as port:
+                path = prefix + shown_token
+                shown_host = f"[{args.host}]" if ":" in args.host else args.host
+                where = str(args.out) if args.out else "stdout"
+                print(f"receiver listening on http://{shown_host}:{port}{prefix}", file=sys.stderr)
+                print(f"  register: https://<your host>{path}", file=sys.stderr)
+                print(f"  local:    http://{shown_host}:{port}{path}", file=sys.stderr)
+                print(f"  events -> {where}; Ctrl-C to stop", file=sys.stderr, flush=True)
+                await stopped.wait()
     print("receiver stopped", file=sys.stderr, flush=True)
     return 0

@@ -9,7 +9,6 @@ import signal
 from pathlib import Path
 
 from asyncsdk.sandbox._config import SandboxConfig
-from asyncsdk.sandbox._sandbox import run_forever
 
 __all__ = ["build_parser", "config_from_args", "main"]
 
@@ -70,8 +69,10 @@ async def _serve_until_signalled(args: argparse.Namespace) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):  # not on every platform
             loop.add_signal_handler(sig, task.cancel)
+    from asyncsdk.sandbox import serve  # the emulator needs Pillow: a missing one is named here
+
     with contextlib.suppress(asyncio.CancelledError):
-        await run_forever(args.host, args.port, config_from_args(args), port_file=args.port_file)
+        await serve(args.host, args.port, config_from_args(args), port_file=args.port_file)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,10 +4,13 @@ Registered as the ``asyncsdk_sandbox`` pytest plugin.  Fixtures:
 
 - ``sandbox_config``: the :class:`~asyncsdk.sandbox.SandboxConfig` to start with (instant
   delays); override it in a ``conftest.py`` to change the defaults of a test module.
-- ``sandbox``: a started :class:`~asyncsdk.sandbox.Sandbox`, stopped after the test.  Async, so it
-  is defined only when pytest-asyncio is installed.
+- ``sandbox``: a started :class:`~asyncsdk.sandbox.Sandbox`, stopped after the test.
 
-Nothing heavy is imported until a fixture is used, so the plugin loads cleanly everywhere.
+As in pytest-aiohttp, the async fixture is declared with ``pytest_asyncio.fixture``, so it works
+under pytest-asyncio's ``strict`` mode (the default: mark the test ``@pytest.mark.asyncio``) and
+``auto`` mode alike, in the loop of the test.  Nothing beyond pytest is imported when the plugin
+loads, so installing the SDK never breaks a test suite: a test that asks for ``sandbox`` without
+pytest-asyncio or Pillow fails with one line naming what to install.
 """
 
 from __future__ import annotations
@@ -17,34 +20,38 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-if TYPE_CHECKING:
-    from asyncsdk.sandbox import Sandbox, SandboxConfig
+from asyncsdk.sandbox._config import SandboxConfig
 
-__all__ = ["sandbox_config"]
+if TYPE_CHECKING:
+    from asyncsdk.sandbox import Sandbox
+
+__all__ = ["sandbox", "sandbox_config"]
 
 
 @pytest.fixture
 def sandbox_config() -> SandboxConfig:
     """Settings of the ``sandbox`` fixture: processes finish at once, nothing fails."""
-    from asyncsdk.sandbox._config import SandboxConfig
-
     return SandboxConfig(pending_delay=0.0, processing_delay=0.0)
 
 
 try:
     import pytest_asyncio
+except ImportError:  # the plugin still loads; only a test asking for ``sandbox`` is told why not
 
-    HAVE_PYTEST_ASYNCIO = True
-except ImportError:  # pragma: no cover - exercised only without pytest-asyncio
-    HAVE_PYTEST_ASYNCIO = False
+    @pytest.fixture(name="sandbox")
+    def sandbox_without_pytest_asyncio(sandbox_config: SandboxConfig) -> Sandbox:
+        """Stands in for the async fixture when pytest-asyncio is missing."""
+        pytest.fail(
+            "the sandbox fixture is async and needs pytest-asyncio: pip install pytest-asyncio",
+            pytrace=False,
+        )
 
-if HAVE_PYTEST_ASYNCIO:
-    __all__ += ["sandbox"]
+else:
 
     @pytest_asyncio.fixture
     async def sandbox(sandbox_config: SandboxConfig) -> AsyncIterator[Sandbox]:
         """A running sandbox on 127.0.0.1 (port 0), stopped when the test ends."""
-        from asyncsdk.sandbox._sandbox import Sandbox
+        from asyncsdk.sandbox import Sandbox  # needs Pillow; without it, one line names the extra
 
         async with Sandbox(sandbox_config) as sb:
             yield sb

@@ -9,7 +9,16 @@ from pathlib import Path
 import pytest
 
 from asyncsdk import Client
-from asyncsdk._cli._state import STATE_FILE, UPLOADED, PhotoKey, Record, StateFile
+
+# The journal's format and the widgets' digest are the command's own: private modules.
+from asyncsdk._cli._state import (
+    STATE_FILE,
+    UPLOADED,
+    PhotoKey,
+    Record,
+    StateFile,
+    widgets_digest,
+)
 from asyncsdk.sandbox import Sandbox, SandboxConfig
 
 from .conftest import run_cli
@@ -25,7 +34,10 @@ WIRE_WIDGETS = [
         "item_slugs": ["item-modern-widget-style-tool-virtual-staging"],
     },
 ]
-RESULTS = {"bedroom-empty--virtual-staging.jpg", "living-room-empty--virtual-staging.jpg"}
+DIGEST = widgets_digest(WIRE_WIDGETS)
+BEDROOM = f"bedroom-empty--virtual-staging-{DIGEST}.jpg"
+LIVING = f"living-room-empty--virtual-staging-{DIGEST}.jpg"
+RESULTS = {BEDROOM, LIVING}
 
 
 def _results(out: Path) -> set[str]:
@@ -93,7 +105,9 @@ async def test_resumes_waiting_on_a_created_process(
         ]
         assert await run_cli(*args, "--timeout", "0.3") == 1
         assert "waiting" in capsys.readouterr().out
-        assert [line["stage"] for line in _state_lines(out)] == ["uploaded", "created"]
+        # The generation slot is written down before the process is asked for.
+        steps = [line.get("stage", line.get("kind")) for line in _state_lines(out)]
+        assert steps == ["uploaded", "generation", "created"]
         assert sb.stats.processes_created == 1
 
         sb.config.processing_delay = 0
@@ -101,7 +115,7 @@ async def test_resumes_waiting_on_a_created_process(
         await sb.wait_idle()
         assert await run_cli(*args, "--timeout", "20") == 0
         assert sb.stats.processes_created == 1  # the same process, collected
-        assert _results(out) == {"bedroom-empty--virtual-staging.jpg"}
+        assert _results(out) == {BEDROOM}
         assert "1 resumed from an earlier run" in capsys.readouterr().out
         assert _state_lines(out)[-1]["stage"] == "done"
 
@@ -138,7 +152,7 @@ async def test_adopts_a_process_created_before_a_crash(
         ]
         assert await run_cli(*args) == 0
         assert sb.stats.processes_created == 1
-        assert _results(out) == {"living-room-empty--virtual-staging.jpg"}
+        assert _results(out) == {LIVING}
 
 
 async def test_failed_photos_are_retried_only_when_asked(
@@ -163,7 +177,7 @@ async def test_failed_photos_are_retried_only_when_asked(
         sb.config.fail_tools = frozenset()
         assert await run_cli(*args, "--retry-failed") == 0
         assert sb.stats.processes_created == 2
-        assert _results(out) == {"bedroom-empty--virtual-staging.jpg"}
+        assert _results(out) == {BEDROOM}
 
 
 def test_sandbox_flag_second_run_skips(

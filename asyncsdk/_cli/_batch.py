@@ -1,0 +1,121 @@
+"""One job of ``process`` at a time: its steps, each written to the journal as it happens.
+
+A job uploads its photo, takes a generation slot from the pacer, creates the process, waits and
+downloads, resuming from the step its last record reached (see :mod:`asyncsdk._cli._state`).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import attrs
+
+from asyncsdk._cli._common import EXIT_FAILED, exit_code_for
+from asyncsdk._cli._jobs import JobResult, JobSpec, Runner, Steps
+from asyncsdk._cli._pace import Pacer
+from asyncsdk._cli._state import (
+    CREATED,
+    DONE,
+    FAILED,
+    UPLOADED,
+    Action,
+    PhotoKey,
+    Record,
+    StateFile,
+)
+from asyncsdk._errors import AsyncSDKError, WaitTimeoutError
+from asyncsdk._models import Process
+from asyncsdk._progress import Progress
+
+__all__ = ["Batch"]
+
+
+@attrs.define(kw_only=True)
+class Batch:
+    """One run of the command: the runner, the journal, where the service is, and its pace
+    (``pacer`` is ``None`` when nothing limits generations)."""
+
+    runner: Runner
+    state: StateFile
+    service: str
+    bar: Progress
+    pacer: Pacer | None = None
+
+    def show_wait(self, message: str, first: bool) -> None:
+        """The pacer's word on a wait: on the bar when there is one, else once per wait."""
+        if self.bar.enabled:
+            self.bar.set_status(message)
+        elif first:
+            sys.stderr.write(message + "\n")
+            sys.stderr.flush()
+
+    async def job(
+        self, spec: JobSpec, key: PhotoKey, record: Record | None, action: Action
+    ) -> JobResult:
+        started = time.monotonic()
+        result = JobResult(spec=spec, status="error")
+        try:
+            process, current = await self._steps(spec, key, record, action)
+            result.process_id = process.id
+            if process.succeeded:
+                result.outputs = await self.runner.fetch(spec, process)
+                names = tuple(p.name for p in result.outputs)
+                self.state.append(current.step(DONE, outputs=names))
+            else:
+                self.state.append(current.step(FAILED, error="the process failed"))
+                result.error = "the process failed; --retry-failed runs it again"
+                result.exit_code = EXIT_FAILED
+            result.status = process.status
+        except WaitTimeoutError as exc:
+            result.status = "waiting"
+            result.error = f"still running after {self.runner.timeout:g} s; run again to collect it"
+            result.process_id = exc.process_id
+            result.exit_code = EXIT_FAILED
+        except (AsyncSDKError, OSError) as exc:
+            result.error = str(exc)
+            result.exit_code = exit_code_for(exc) or EXIT_FAILED
+        result.seconds = time.monotonic() - started
+        if result.status != DONE:
+            self.bar.note(f"{spec.photo}: {result.error or result.status}")
+        self.bar.advance()
+        return result
+
+    async def _create(self, spec: JobSpec, steps: Steps) -> None:
+        """Create the process, in a generation slot when the pace is kept."""
+        if self.pacer is None:
+            await self.runner.create(spec, steps)
+            return
+        async with self.pacer.slot():
+            if self.bar.enabled:
+                self.bar.set_status("")
+            await self.runner.create(spec, steps)
+
+    async def _steps(
+        self, spec: JobSpec, key: PhotoKey, record: Record | None, action: Action
+    ) -> tuple[Process, Record]:
+        """Upload, create or adopt, and wait, as ``action`` says; each step is recorded."""
+        runner = self.runner
+        steps = Steps()
+        if record is not None and record.service == self.service and action.kind != "new":
+            current = record
+            steps.order_id = record.order_id
+            steps.process_id = record.process_id if action.kind == "resume" else ""
+        else:
+            current = Record.start(key, self.service)
+        if action.kind == "new":
+            await runner.upload(spec, steps)
+            current = current.step(UPLOADED, order_id=steps.order_id)
+            self.state.append(current)
+        if not steps.process_id:
+            if action.kind == "adopt":
+                order = await runner.client.orders.get(steps.order_id)
+                if order.processes:
+                    # The order was made for this photo alone: a process on it is ours, created
+                    # by a run that stopped before it could write the process id down.
+                    steps.process_id = order.processes[0].id
+            if not steps.process_id:
+                await self._create(spec, steps)
+            current = current.step(CREATED, process_id=steps.process_id)
+            self.state.append(current)
+        return await runner.wait(steps), current
