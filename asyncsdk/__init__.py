@@ -87,11 +87,12 @@ from asyncsdk._protocol.convert import structure
 from asyncsdk._protocol.retry import RetryPolicy
 from asyncsdk._resources import ResultWaiter
 from asyncsdk._settings import ClientSettings, Timeout
-from asyncsdk._uploads import MAX_UPLOAD_BYTES, Upload, UploadSource
+from asyncsdk._uploads import ACCEPTED_EXTENSIONS, MAX_UPLOAD_BYTES, Upload, UploadSource
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ACCEPTED_EXTENSIONS",
     "MAX_UPLOAD_BYTES",
     "REMOVE_BLUE",
     "V1_ENDPOINTS",

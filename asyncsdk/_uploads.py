@@ -19,6 +19,7 @@ import io
 import os
 import stat
 from collections.abc import AsyncIterable, Sequence
+from types import MappingProxyType
 from typing import Any, BinaryIO, Final, TypeAlias
 
 import attrs
@@ -55,13 +56,15 @@ __all__ = [
 CHUNK_SIZE: Final = 512 * 1024
 #: The service's limit per file: 50 MB.
 MAX_UPLOAD_BYTES: Final = 50 * 1024 * 1024
-#: File name extensions the service accepts, with the content type each is sent as.
-ACCEPTED_EXTENSIONS: Final = {
-    ".jpg": "image/jpeg",
-    ".jpeg": "image/jpeg",
-    ".png": "image/png",
-    ".webp": "image/webp",
-}
+#: File name extensions the service accepts (lower case), with the content type each is sent as.
+ACCEPTED_EXTENSIONS: Final = MappingProxyType(
+    {
+        ".jpg": "image/jpeg",
+        ".jpeg": "image/jpeg",
+        ".png": "image/png",
+        ".webp": "image/webp",
+    }
+)
 EXTENSION_OF: Final = {"image/jpeg": ".jpg", "image/png": ".png", "image/webp": ".webp"}
 SNIFF_BYTES: Final = 12
 _MB: Final = 1024 * 1024

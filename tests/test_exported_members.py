@@ -20,6 +20,7 @@ PUBLIC = {
     "Upload",
     "UploadSource",
     "MAX_UPLOAD_BYTES",
+    "ACCEPTED_EXTENSIONS",
     # models and constants
     "Asset",
     "AssetRole",

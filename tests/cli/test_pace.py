@@ -11,8 +11,8 @@ import pytest
 from asyncsdk import samples
 
 # The pace arithmetic and the journal are the command's own: they live in private modules.
-from asyncsdk._cli._common import UsageError
-from asyncsdk._cli._pace import (
+from asyncsdk.cli._common import UsageError
+from asyncsdk.cli._pace import (
     DEFAULT_LIMIT,
     GenerationPace,
     about,
@@ -21,7 +21,7 @@ from asyncsdk._cli._pace import (
     slots,
     waiting_message,
 )
-from asyncsdk._cli._state import DONE, STATE_FILE, UPLOADED, PhotoKey, Record, StateFile
+from asyncsdk.cli._state import DONE, STATE_FILE, UPLOADED, PhotoKey, Record, StateFile
 from asyncsdk.sandbox import Sandbox, SandboxConfig
 
 from .conftest import run_cli

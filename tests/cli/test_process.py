@@ -11,7 +11,7 @@ import pytest
 from asyncsdk import Client
 
 # The journal's format and the widgets' digest are the command's own: private modules.
-from asyncsdk._cli._state import (
+from asyncsdk.cli._state import (
     STATE_FILE,
     UPLOADED,
     PhotoKey,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 
-from asyncsdk._progress import Progress, render_bar
+from asyncsdk.cli._progress import Progress, render_bar
 
 
 class Terminal(io.StringIO):

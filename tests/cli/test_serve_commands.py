@@ -6,6 +6,7 @@ import json
 import re
 import secrets
 import signal
+import stat
 import subprocess
 import sys
 import urllib.error
@@ -116,6 +117,7 @@ def test_receiver_writes_events_as_json_lines(
     assert lines[0]["process_id"] == "p-cli-1"
     assert lines[0]["final_assets"][0]["src"] == "https://files.example.com/a1.jpg"
     assert token not in err  # a token given by the user is not printed
+    assert stat.S_IMODE(events.stat().st_mode) == 0o600  # signed result URLs: the user's alone
 
 
 @pytest.mark.redis
@@ -124,7 +126,7 @@ async def test_receiver_with_redis_publishes_to_the_registry(
 ) -> None:
     import asyncio
 
-    from webhooks._redis import RedisRegistry
+    from webhooks import RedisRegistry
 
     args = ["receiver", "--port", "0", "--no-verify", "--redis", redis_url]
     child = _start([*args, "--redis-prefix", redis_prefix], tmp_path)

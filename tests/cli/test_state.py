@@ -7,8 +7,8 @@ from pathlib import Path
 import attrs
 import pytest
 
-from asyncsdk._cli._common import UsageError, parse_widgets
-from asyncsdk._cli._state import (
+from asyncsdk.cli._common import UsageError, parse_widgets
+from asyncsdk.cli._state import (
     CREATED,
     DONE,
     FAILED,

@@ -32,7 +32,6 @@ from aiohttp import web
 from asyncsdk import (
     APIConnectionError,
     APIDecodeError,
-    APIError,
     APITimeoutError,
     AuthenticationError,
     Client,
@@ -43,11 +42,8 @@ from asyncsdk import (
     RateLimitError,
     ServerError,
     UnprocessableEntityError,
+    ValidationError,
 )
-
-# Private: the command line's download step has no public name, and what it must never print
-# (a signed result URL) is checked here against it directly.
-from asyncsdk._cli._common import download
 from asyncsdk.sandbox import Sandbox, SandboxConfig
 from webhooks import (
     Delivery,
@@ -390,10 +386,11 @@ def _returns(value: Callable[[], Any]) -> Callable[[], Awaitable[Any]]:
     ],
 )
 async def test_download_refuses_non_http_urls(tmp_path: Path, url: str) -> None:
-    async with aiohttp.ClientSession() as session:
-        with pytest.raises(APIError, match="non-http"):
-            await download(session, url, tmp_path / "out", "result")
-    assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
+    # The command line downloads its results with Client.download too.
+    async with Client(api_key="k", base_url="http://127.0.0.1:9") as client:
+        with pytest.raises(ValidationError, match="non-http"):
+            await client.download(url, tmp_path / "result.jpg")
+    assert list(tmp_path.iterdir()) == []  # noqa: ASYNC240 - a tmp folder listing
 
 
 async def test_download_does_not_follow_a_redirect_off_http(tmp_path: Path) -> None:
@@ -407,10 +404,10 @@ async def test_download_does_not_follow_a_redirect_off_http(tmp_path: Path) -> N
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     try:
-        async with aiohttp.ClientSession() as session:
+        async with Client(api_key="k", base_url="http://127.0.0.1:9") as client:
             with pytest.raises(APIConnectionError):
-                await download(
-                    session, f"http://127.0.0.1:{runner.addresses[0][1]}/x.jpg", tmp_path, "result"
+                await client.download(
+                    f"http://127.0.0.1:{runner.addresses[0][1]}/x.jpg", tmp_path / "result.jpg"
                 )
     finally:
         await runner.cleanup()

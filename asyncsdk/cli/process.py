@@ -1,7 +1,7 @@
 """``asyncsdk process TOOL PATH...``: one tool over photos or folders, resumable.
 
 Each photo is uploaded as its own order, gets one process, and its results are downloaded to
-``--out``.  Every step is written to a state file in ``--out`` (see :mod:`asyncsdk._cli._state`):
+``--out``.  Every step is written to a state file in ``--out`` (see :mod:`asyncsdk.cli._state`):
 a second run skips finished photos and waits again on processes already created, so an
 interrupted run is finished by running the same command again, and no photo is paid for twice.
 """
@@ -20,23 +20,18 @@ from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
-import aiohttp
 import attrs
 
-from asyncsdk import ResultWaiter
-from asyncsdk._cli import _report
-from asyncsdk._cli._batch import Batch
-from asyncsdk._cli._common import (
-    EXIT_OK,
-    UsageError,
-    parse_widgets,
-    result_name,
-    service_settings,
-)
-from asyncsdk._cli._jobs import JobResult, JobSpec, Runner
-from asyncsdk._cli._local import local_service
-from asyncsdk._cli._pace import DEFAULT_LIMIT, GenerationPace, Pacer, least_time, parse_limit
-from asyncsdk._cli._state import (
+from asyncsdk import ACCEPTED_EXTENSIONS, Client, ResultWaiter, ToolSlug
+from asyncsdk.cli import _report
+from asyncsdk.cli._batch import Batch
+from asyncsdk.cli._common import EXIT_OK, UsageError, parse_widgets, service_settings
+from asyncsdk.cli._jobs import JobResult, JobSpec, Runner
+from asyncsdk.cli._local import local_service
+from asyncsdk.cli._pace import DEFAULT_LIMIT, GenerationPace, Pacer, least_time, parse_limit
+from asyncsdk.cli._progress import Progress
+from asyncsdk.cli._results import result_name
+from asyncsdk.cli._state import (
     FAILED,
     STATE_FILE,
     Action,
@@ -47,10 +42,6 @@ from asyncsdk._cli._state import (
     decide,
     widgets_digest,
 )
-from asyncsdk._client import Client
-from asyncsdk._models import ToolSlug
-from asyncsdk._progress import Progress
-from asyncsdk._uploads import ACCEPTED_EXTENSIONS
 from asyncsdk.sandbox import SandboxConfig
 
 __all__ = ["add_parser", "collect_photos", "run"]
@@ -294,13 +285,9 @@ async def run(args: argparse.Namespace) -> int:
             f"warning: {state.skipped_lines} unreadable line(s) in {state.path} were ignored\n"
         )
 
-    async with (
-        _service(args, limit) as (client, registry, service),
-        aiohttp.ClientSession() as session,
-    ):
+    async with _service(args, limit) as (client, registry, service):
         runner = Runner(
             client=client,
-            session=session,
             out_dir=out_dir,
             registry=registry,
             timeout=args.timeout,

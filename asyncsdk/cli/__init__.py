@@ -12,8 +12,8 @@ import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
-from asyncsdk._cli import catalogue, demo, process, serve
-from asyncsdk._cli._common import EXIT_INTERRUPTED, exit_code_for
+from asyncsdk.cli import catalogue, demo, process, serve
+from asyncsdk.cli._common import EXIT_INTERRUPTED, exit_code_for
 
 __all__ = ["build_parser", "main"]
 

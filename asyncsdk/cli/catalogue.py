@@ -9,10 +9,10 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any, Final
 
-from asyncsdk._catalogue import Catalogue
-from asyncsdk._cli._common import format_table, service_settings
-from asyncsdk._client import Client
-from asyncsdk._protocol.convert import make_converter
+import attrs
+
+from asyncsdk import Catalogue, Client
+from asyncsdk.cli._common import format_table, service_settings
 from asyncsdk.sandbox import SandboxConfig
 
 __all__ = ["add_parsers"]
@@ -79,7 +79,7 @@ async def run_tools(args: argparse.Namespace) -> int:
     async with _client(args, key_needed=False) as client:
         tools = await client.tools.list()
     if args.json:
-        _dump(make_converter().unstructure(list(tools)))
+        _dump([attrs.asdict(tool) for tool in tools])
         return 0
     rows = [[tool.slug, tool.name, "yes" if tool.is_active else "no"] for tool in tools]
     print(format_table(["slug", "name", "active"], rows))
@@ -98,7 +98,7 @@ async def run_widgets(args: argparse.Namespace) -> int:
                 "tool": tool,
                 "widgets": [
                     {
-                        **make_converter().unstructure(widget),
+                        **attrs.asdict(widget),
                         "handle": catalogue.handle(tool, widget),
                         "values": list(catalogue.values(tool, widget)),
                         "required": not widget.is_optional,

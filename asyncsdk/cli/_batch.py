@@ -1,7 +1,7 @@
 """One job of ``process`` at a time: its steps, each written to the journal as it happens.
 
 A job uploads its photo, takes a generation slot from the pacer, creates the process, waits and
-downloads, resuming from the step its last record reached (see :mod:`asyncsdk._cli._state`).
+downloads, resuming from the step its last record reached (see :mod:`asyncsdk.cli._state`).
 """
 
 from __future__ import annotations
@@ -11,10 +11,12 @@ import time
 
 import attrs
 
-from asyncsdk._cli._common import EXIT_FAILED, exit_code_for
-from asyncsdk._cli._jobs import JobResult, JobSpec, Runner, Steps
-from asyncsdk._cli._pace import Pacer
-from asyncsdk._cli._state import (
+from asyncsdk import AsyncSDKError, Process, WaitTimeoutError
+from asyncsdk.cli._common import EXIT_FAILED, exit_code_for
+from asyncsdk.cli._jobs import JobResult, JobSpec, Runner, Steps
+from asyncsdk.cli._pace import Pacer
+from asyncsdk.cli._progress import Progress
+from asyncsdk.cli._state import (
     CREATED,
     DONE,
     FAILED,
@@ -24,9 +26,6 @@ from asyncsdk._cli._state import (
     Record,
     StateFile,
 )
-from asyncsdk._errors import AsyncSDKError, WaitTimeoutError
-from asyncsdk._models import Process
-from asyncsdk._progress import Progress
 
 __all__ = ["Batch"]
 

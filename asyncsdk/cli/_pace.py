@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 
 import attrs
 
-from asyncsdk._cli._common import UsageError
+from asyncsdk.cli._common import UsageError
 
 __all__ = [
     "DEFAULT_LIMIT",

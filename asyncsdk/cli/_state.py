@@ -8,7 +8,7 @@ any of them and it is a new job).  Every step is appended as it happens:
 * ``done`` / ``failed``: the process finished; for ``done`` the result files are in ``outputs``.
 
 Lines of another kind, ``{"kind": "generation", "at": ..., "service": ...}``, record each
-generation slot taken (see :mod:`asyncsdk._cli._pace`), so that a second run keeps the pace of the
+generation slot taken (see :mod:`asyncsdk.cli._pace`), so that a second run keeps the pace of the
 first.  Journals written before these lines existed read as they did.
 
 The last line of a job wins.  A second run skips ``done`` jobs whose files exist, waits again on
@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any, Final
 
 import attrs
+
+from asyncsdk.cli._results import make_private_folder
 
 __all__ = [
     "STATE_FILE",
@@ -220,9 +222,14 @@ class StateFile:
         return [mark.at for mark in self.generations if mark.service == service]
 
     def append(self, record: Record | GenerationMark) -> None:
-        """Write one line and push it to disk before the next step starts."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as file:
+        """Write one line and push it to disk before the next step starts.
+
+        The journal names orders and processes of the account: its folder is created ``0700``
+        and the file ``0600``, and a symlink in its place is refused, never followed.
+        """
+        make_private_folder(self.path.parent)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+        with open(os.open(self.path, flags, 0o600), "a", encoding="utf-8") as file:
             file.write(record.to_json() + "\n")
             file.flush()
             os.fsync(file.fileno())

@@ -14,15 +14,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import aiohttp
-
-from asyncsdk import samples
-from asyncsdk._cli._common import EXIT_OK, UsageError, exit_code_for, format_table
-from asyncsdk._cli._jobs import JobResult, JobSpec, Runner
-from asyncsdk._cli._local import local_service
-from asyncsdk._errors import AsyncSDKError
-from asyncsdk._models import ToolSlug
-from asyncsdk._progress import Progress
+from asyncsdk import AsyncSDKError, ToolSlug, samples
+from asyncsdk.cli._common import EXIT_OK, UsageError, exit_code_for, format_table
+from asyncsdk.cli._jobs import JobResult, JobSpec, Runner
+from asyncsdk.cli._local import local_service
+from asyncsdk.cli._progress import Progress
 from asyncsdk.sandbox import SandboxConfig
 
 __all__ = ["add_parser", "demo_jobs", "run"]
@@ -145,21 +141,19 @@ async def run(args: argparse.Namespace) -> int:
         photos = sorted({spec.photo.name for spec in specs})
         print(f"sending {len(photos)} sample photos through {len(specs)} jobs at once ...")
         sys.stdout.flush()
-        async with aiohttp.ClientSession() as session:
-            runner = Runner(
-                client=client,
-                session=session,
-                out_dir=out_dir,
-                registry=local.registry,
-                timeout=max(60.0, args.delay * 10),
-            )
-            for spec in specs:
-                await runner.check(spec)
-            started = time.monotonic()
-            with Progress(total=len(specs), label="processing") as bar:
-                async with bar.ticking():
-                    results = await asyncio.gather(*(_one(runner, s, bar) for s in specs))
-            elapsed = time.monotonic() - started
+        runner = Runner(
+            client=client,
+            out_dir=out_dir,
+            registry=local.registry,
+            timeout=max(60.0, args.delay * 10),
+        )
+        for spec in specs:
+            await runner.check(spec)
+        started = time.monotonic()
+        with Progress(total=len(specs), label="processing") as bar:
+            async with bar.ticking():
+                results = await asyncio.gather(*(_one(runner, s, bar) for s in specs))
+        elapsed = time.monotonic() - started
     print()
     print(_table(results))
     done = sum(1 for r in results if r.status == "done")

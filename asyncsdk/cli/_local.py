@@ -3,7 +3,7 @@
 The receiver is an aiohttp app on 127.0.0.1 (a free port) with the :class:`~webhooks.
 WebhookReceiver` mounted at ``/hooks/``; its URL, with a random token as the last path segment, is
 registered with the sandbox.  Waiting on a process then means awaiting its webhook in the
-:class:`~webhooks._registry.Registry`, as a production service would.
+:class:`~webhooks.Registry`, as a production service would.
 """
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ from typing import TYPE_CHECKING
 import attrs
 from aiohttp import web
 
-from asyncsdk._client import Client
+from asyncsdk import Client
 from asyncsdk.sandbox import SandboxConfig
-from webhooks import MemoryInbox, TokenVerifier, Verifier, WebhookReceiver
-from webhooks._registry import Registry
+from webhooks import MemoryInbox, Registry, TokenVerifier, Verifier, WebhookReceiver
 
 if TYPE_CHECKING:
     from asyncsdk.sandbox import Sandbox

@@ -12,17 +12,23 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import aiohttp
 import attrs
 
-from asyncsdk import ResultWaiter
-from asyncsdk._catalogue import Catalogue, CatalogueCache, WidgetsArg, prepare_process
-from asyncsdk._cli._common import download, result_name
-from asyncsdk._client import Client
-from asyncsdk._errors import APIDecodeError, ValidationError
-from asyncsdk._masks import mask_from_shapes
-from asyncsdk._models import Asset, AssetRole, Process
-from asyncsdk._uploads import Upload
+from asyncsdk import (
+    APIDecodeError,
+    Asset,
+    AssetRole,
+    Catalogue,
+    CatalogueCache,
+    Client,
+    Process,
+    ResultWaiter,
+    Upload,
+    ValidationError,
+    WidgetsArg,
+    mask_from_shapes,
+)
+from asyncsdk.cli._results import download, result_name
 
 __all__ = ["JobResult", "JobSpec", "Runner", "Steps"]
 
@@ -77,10 +83,9 @@ class Steps:
 
 @attrs.define(kw_only=True)
 class Runner:
-    """Runs the steps of jobs with one client, one catalogue cache and one download session."""
+    """Runs the steps of jobs with one client (its catalogue cache and its downloads)."""
 
     client: Client
-    session: aiohttp.ClientSession
     out_dir: Path
     registry: ResultWaiter | None = None
     timeout: float = 600.0
@@ -110,13 +115,8 @@ class Runner:
             placeholder = {"image": "check"}
             if spec.mask_rectangles:
                 placeholder["mask"] = "check-mask"
-        prepared = await prepare_process(
-            self.cache,
-            tool=spec.tool,
-            asset_map=None,
-            inputs=placeholder,
-            widgets=spec.widgets,
-            order_assets=assets,
+        prepared = await self.client.processes.prepare(
+            spec.tool, None, spec.widgets, inputs=placeholder, order_assets=assets
         )
         return prepared.tool, dict(prepared.asset_map), list(prepared.widgets_json())
 
@@ -165,7 +165,7 @@ class Runner:
         assets = [asset for asset in process.final_assets if asset.src]
         return [
             await download(
-                self.session,
+                self.client,
                 asset.src,
                 self.out_dir,
                 result_name(

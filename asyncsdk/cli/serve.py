@@ -18,12 +18,12 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+import attrs
 from aiohttp import web
 
-from asyncsdk._cli._common import UsageError
-from asyncsdk._cli._local import serve_app
-from asyncsdk._models import ProcessCompleted
-from asyncsdk._protocol.convert import make_converter
+from asyncsdk import ProcessCompleted
+from asyncsdk.cli._common import UsageError
+from asyncsdk.cli._local import serve_app
 from asyncsdk.sandbox.__main__ import build_parser as sandbox_options
 from asyncsdk.sandbox.__main__ import config_from_args
 from webhooks import (
@@ -37,7 +37,7 @@ from webhooks import (
 )
 
 if TYPE_CHECKING:
-    from webhooks._redis import RedisRegistry
+    from webhooks import RedisRegistry
 
 __all__ = ["add_parsers", "stop_signals"]
 
@@ -164,8 +164,10 @@ def _sink(path: Path | None) -> Iterator[TextIO]:
     if path is None:
         yield sys.stdout
         return
+    # The events hold signed result URLs: the file is the user's alone, and never a symlink.
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as file:
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+    with open(os.open(path, flags, 0o600), "a", encoding="utf-8") as file:
         yield file
 
 
@@ -192,13 +194,12 @@ async def run_receiver(args: argparse.Namespace) -> int:
     else:
         inbox = MemoryInbox()
     receiver = WebhookReceiver(inbox=inbox, verifier=verifier, registry=registry)
-    converter = make_converter()
 
     with _sink(args.out) as out:
 
         @receiver.on_completed()
         async def write(event: ProcessCompleted) -> None:
-            line = converter.unstructure(event)
+            line = attrs.asdict(event)
             line["received_at"] = datetime.datetime.now(datetime.UTC).isoformat()
             out.write(json.dumps(line, ensure_ascii=False) + "\n")
             out.flush()

@@ -1,1 +1,0 @@
-"""The subcommands of the ``asyncsdk`` command line (see :mod:`asyncsdk.cli`)."""

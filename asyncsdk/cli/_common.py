@@ -1,0 +1,105 @@
+"""What the subcommands share: exit codes, option parsing and tables."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Final
+
+from asyncsdk import (
+    APIError,
+    AsyncSDKError,
+    ConfigurationError,
+    ProcessFailedError,
+    WaitTimeoutError,
+)
+
+__all__ = [
+    "EXIT_API",
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "UsageError",
+    "exit_code_for",
+    "format_table",
+    "parse_widgets",
+    "service_settings",
+]
+
+EXIT_OK: Final = 0
+EXIT_FAILED: Final = 1
+EXIT_USAGE: Final = 2
+EXIT_API: Final = 3
+EXIT_INTERRUPTED: Final = 130
+
+
+class UsageError(ConfigurationError):
+    """The command line asks for something impossible (a missing file, a bad option value)."""
+
+
+def exit_code_for(exc: BaseException) -> int | None:
+    """The exit code of an error that ends a command; ``None`` for errors that are defects."""
+    if isinstance(exc, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    if isinstance(exc, APIError | OSError):
+        return EXIT_API
+    if isinstance(exc, ProcessFailedError | WaitTimeoutError):
+        return EXIT_FAILED
+    if isinstance(exc, AsyncSDKError):
+        return EXIT_USAGE
+    return None
+
+
+def service_settings(
+    environ: Mapping[str, str], base_url: str | None, app_url: str | None
+) -> tuple[str, str, str | None]:
+    """The API key, base URL and catalogue URL from the options and the environment."""
+    key = environ.get("ASYNCSDK_API_KEY", "").strip()
+    if not key:
+        raise UsageError(
+            "no API key: set ASYNCSDK_API_KEY (and ASYNCSDK_BASE_URL), or add --sandbox to try "
+            "against the built-in emulator"
+        )
+    base = base_url or environ.get("ASYNCSDK_BASE_URL", "").strip()
+    if not base:
+        raise UsageError(
+            "no service address: set ASYNCSDK_BASE_URL or pass --base-url, or add --sandbox"
+        )
+    app = app_url or environ.get("ASYNCSDK_APP_URL", "").strip() or None
+    return key, base, app
+
+
+def parse_widgets(options: Sequence[str]) -> dict[str, str | list[str]]:
+    """``["space=bedroom", "options=a", "options=b"]`` -> ``{"space": "bedroom", "options":
+    ["a", "b"]}``: a name given twice becomes a list (multi-select widgets)."""
+    widgets: dict[str, str | list[str]] = {}
+    for option in options:
+        name, sep, value = option.partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep or not name or not value:
+            raise UsageError(
+                f"--widget takes NAME=VALUE, e.g. --widget space=bedroom, not {option!r}"
+            )
+        values = [v.strip() for v in value.split(",") if v.strip()]
+        previous = widgets.get(name)
+        if previous is None:
+            widgets[name] = values[0] if len(values) == 1 else values
+        else:
+            widgets[name] = [*([previous] if isinstance(previous, str) else previous), *values]
+    return widgets
+
+
+def format_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """Left-aligned columns separated by two spaces, with a rule under the header."""
+    text_rows = [[str(cell) for cell in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in text_rows:
+        for index, cell in enumerate(row):
+            widths[index] = max(widths[index], len(cell))
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(cells)).rstrip()
+
+    out = [line(list(headers)), line(["-" * w for w in widths])]
+    out.extend(line(row) for row in text_rows)
+    return "\n".join(out)

@@ -1,0 +1,115 @@
+"""Where results go: names made only of cleaned parts, files only ever created, never replaced.
+
+Everything in a result's name but the photo's stem comes from the service (the tool, the URL, the
+image itself), so none of it is trusted: each part is cleaned to ``[A-Za-z0-9._-]``, the path is
+checked to lie inside the output folder, and the file is made by a hard link from a private
+temporary file, which neither follows a symlink nor replaces anything already there.  A name that
+is taken gets a number (``kitchen--image-enhancement.2.jpg``) instead.
+
+The output folder is created ``0700`` and the files ``0600``: result URLs and images are the
+customer's, not every local user's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Final
+
+from yarl import URL
+
+from asyncsdk import APIError, Client, ValidationError
+
+__all__ = ["download", "make_private_folder", "result_name"]
+
+#: The formats the service returns, known by their first bytes; the first bytes decide the
+#: extension, then the URL's, then ``.jpg``.
+_SIGNATURES: Final = ((b"\xff\xd8\xff", ".jpg"), (b"\x89PNG\r\n\x1a\n", ".png"))
+_SUFFIXES: Final = frozenset({".jpg", ".jpeg", ".png", ".webp"})
+_UNSAFE: Final = re.compile(r"[^A-Za-z0-9._-]+")
+_MAX_PART: Final = 100  # characters kept of each part: names stay well under the 255 bytes allowed
+_TAKEN_TRIES: Final = 1000
+
+
+def _clean(text: str, fallback: str) -> str:
+    """``text`` with anything but letters, digits, ``.``, ``_`` and ``-`` turned into ``-`` (so no
+    ``/`` or ``\\`` survives), cut to a sane length; ``fallback`` when nothing is left."""
+    return _UNSAFE.sub("-", text).strip("-")[:_MAX_PART].strip("-") or fallback
+
+
+def result_name(photo_stem: str, tool: str, index: int, count: int, widgets: str = "") -> str:
+    """The file stem of a result: ``kitchen--image-enhancement``, with the widgets' digest when
+    given (``kitchen--virtual-staging-1a2b3c4d``) and ``-2``... when a process made several.
+
+    Every part is cleaned, the tool's name too: it comes from the service.
+    """
+    stem = _clean(photo_stem, "photo")
+    short = _clean(tool.removeprefix("tool-"), "result")
+    digest = f"-{_clean(widgets, '')}" if widgets else ""
+    suffix = f"-{index + 1}" if count > 1 else ""
+    return f"{stem}--{short}{digest}{suffix}"
+
+
+def make_private_folder(folder: Path) -> None:
+    """Create ``folder`` (and its parents) readable by the user alone; an existing one is kept."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+def _extension(head: bytes, url: URL) -> str:
+    for signature, extension in _SIGNATURES:
+        if head.startswith(signature):
+            return extension
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return ".webp"
+    from_path = Path(url.path).suffix.lower()
+    return from_path if from_path in _SUFFIXES else ".jpg"
+
+
+def _inside(folder: Path, name: str) -> Path:
+    """``folder/name``, checked to be a direct child of ``folder`` once resolved."""
+    target = folder / name
+    if target.parent.resolve() != folder.resolve() or Path(name).name != name:
+        raise APIError(f"refusing to write the result {name!r} outside {folder}")
+    return target
+
+
+def _place(partial: Path, folder: Path, stem: str, extension: str) -> Path:
+    """Link the finished ``partial`` under the first free name ``stem[.N]extension``."""
+    for number in range(1, _TAKEN_TRIES + 1):
+        numbered = stem if number == 1 else f"{stem}.{number}"
+        target = _inside(folder, numbered + extension)
+        try:
+            os.link(partial, target, follow_symlinks=False)
+        except FileExistsError:
+            continue  # a file, a symlink or a folder of that name: never replaced
+        return target
+    raise APIError(f"{_TAKEN_TRIES} results named {stem}{extension} already exist in {folder}")
+
+
+async def download(client: Client, url: str, folder: Path, stem: str) -> Path:
+    """Stream the result at ``url`` into ``folder/stem.<ext>`` and return the file's path.
+
+    The download is :meth:`asyncsdk.Client.download` (http(s) only, no API key sent), written
+    to a temporary file created ``0600`` with ``O_EXCL`` beside the target; the result appears
+    under its name only when complete, and a failure leaves nothing behind.
+    """
+    stem = _clean(stem, "result")
+    make_private_folder(folder)
+    handle, name = tempfile.mkstemp(prefix=f".{stem}.", suffix=".part", dir=folder)
+    partial = Path(name)
+    try:
+        with os.fdopen(handle, "w+b") as file:
+            try:
+                await client.download(url, file)
+            except ValidationError as exc:
+                # The URL came from the service, so this is the service's fault, not the caller's.
+                raise APIError(f"the service gave a result URL that is not fetched: {exc}") from exc
+            file.seek(0)
+            head = file.read(12)
+        return _place(partial, folder, stem, _extension(head, URL(url)))
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(partial)
