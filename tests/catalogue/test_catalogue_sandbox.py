@@ -18,88 +18,57 @@ from PIL import Image
 
 from asyncsdk import (
     Asset,
+    AssetRole,
     CatalogueCache,
     CatalogueError,
+    Client,
     CreatedOrder,
     InputError,
     MissingWidgetError,
     PreparedProcess,
     SelectionError,
-    Tool,
     ToolSlug,
     UnknownItemError,
     UnknownToolError,
+    Upload,
     Widget,
     WidgetsArg,
     check_mask,
     mask_from_shapes,
 )
-
-# prepare_process has no public name (a client reaches it through processes.prepare); the
-# converter is the client's private one, used strictly here to prove the sandbox's answers fit.
-from asyncsdk._catalogue import prepare_process
-from asyncsdk._protocol.convert import make_converter, unwrap_envelope
 from asyncsdk.sandbox import Sandbox
-
-CONVERTER = make_converter(strict=True)
 
 
 @attrs.define
 class Live:
-    """The sandbox, a session, the cache over its catalogue endpoints, and one order."""
+    """The sandbox, a session for unchecked requests, a strict client (its answers must fit the
+    models), the client's catalogue cache, and one order."""
 
     sb: Sandbox
     session: aiohttp.ClientSession
-    cache: CatalogueCache = attrs.field(init=False)
+    client: Client
     order: CreatedOrder | None = None
 
-    def __attrs_post_init__(self) -> None:
-        self.cache = CatalogueCache(self.fetch_tools, self.fetch_widgets)
+    @property
+    def cache(self) -> CatalogueCache:
+        return self.client.catalogue
 
     @property
     def headers(self) -> dict[str, str]:
         return {"x-api-key": self.sb.api_key}
 
-    async def fetch_tools(self) -> tuple[Tool, ...]:
-        async with self.session.get(f"{self.sb.app_url}/api/tools") as resp:
-            assert resp.status == 200, await resp.text()
-            body = await resp.json()
-        return CONVERTER.structure(body["data"], tuple[Tool, ...])
-
-    async def fetch_widgets(self, slug: str) -> tuple[Widget, ...]:
-        url = f"{self.sb.base_url}/v1/cathub/tools/{slug}/widgets"
-        async with self.session.get(url, headers=self.headers) as resp:
-            assert resp.status == 200, await resp.text()
-            body = await resp.json()
-        return CONVERTER.structure(body["data"], tuple[Widget, ...])
-
     async def upload(self) -> CreatedOrder:
         photo = io.BytesIO()
         Image.new("RGB", (64, 48), (180, 170, 150)).save(photo, format="JPEG")
-        form = aiohttp.FormData()
-        form.add_field(
-            "asset_file", photo.getvalue(), filename="room.jpg", content_type="image/jpeg"
+        created = await self.client.orders.create(
+            Upload(photo.getvalue(), role=AssetRole.PRIMARY_ANGLE, filename="room.jpg"),
+            Upload(photo.getvalue(), role=AssetRole.SECONDARY_ANGLE, filename="angle.jpg"),
         )
-        form.add_field("asset_role", "primary_angle")
-        form.add_field(
-            "asset_file", photo.getvalue(), filename="angle.jpg", content_type="image/jpeg"
-        )
-        form.add_field("asset_role", "secondary_angle")
-        async with self.session.post(
-            f"{self.sb.base_url}/v3/order", data=form, headers=self.headers
-        ) as resp:
-            assert resp.status == 201, await resp.text()
-            created = CONVERTER.structure(unwrap_envelope(await resp.json()), CreatedOrder)
         mask = mask_from_shapes((64, 48), rectangles=[(10, 10, 30, 30)])
         assert check_mask(mask, photo.getvalue()).remove_pixels == 400
-        form = aiohttp.FormData()
-        form.add_field("asset_file", mask, filename="mask.png", content_type="image/png")
-        form.add_field("asset_role", "mask")
-        form.add_field("asset_type", "mask")
-        url = f"{self.sb.base_url}/v3/order/{created.order_id}/append"
-        async with self.session.post(url, data=form, headers=self.headers) as resp:
-            assert resp.status == 201, await resp.text()
-            appended = CONVERTER.structure(unwrap_envelope(await resp.json()), CreatedOrder)
+        appended = await self.client.orders.append_mask(
+            created.order_id, Upload(mask, filename="mask.png")
+        )
         return CreatedOrder(order_id=created.order_id, assets=created.assets + appended.assets)
 
     @property
@@ -119,12 +88,11 @@ class Live:
             return resp.status, await resp.json()
 
     async def prepare(self, *, validate: bool = True, **request: Any) -> PreparedProcess:
-        return await prepare_process(
-            self.cache,
-            tool=request["tool"],
-            asset_map=request.get("asset_map"),
+        return await self.client.processes.prepare(
+            request["tool"],
+            request.get("asset_map"),
+            request.get("widgets"),
             inputs=request.get("inputs", self.asset_id("primary_angle")),
-            widgets=request.get("widgets"),
             order_assets=self.assets,
             validate=validate,
         )
@@ -132,8 +100,12 @@ class Live:
 
 @pytest_asyncio.fixture
 async def live() -> AsyncIterator[Live]:
-    async with Sandbox() as sb, aiohttp.ClientSession() as session:
-        state = Live(sb, session)
+    async with (
+        Sandbox() as sb,
+        aiohttp.ClientSession() as session,
+        sb.client(strict=True) as client,
+    ):
+        state = Live(sb, session, client)
         state.order = await state.upload()
         yield state
 

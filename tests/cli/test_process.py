@@ -4,40 +4,30 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
 
-from asyncsdk import Client
-
-# The journal's format and the widgets' digest are the command's own: private modules.
-from asyncsdk.cli._state import (
-    STATE_FILE,
-    UPLOADED,
-    PhotoKey,
-    Record,
-    StateFile,
-    widgets_digest,
-)
 from asyncsdk.sandbox import Sandbox, SandboxConfig
 
 from .conftest import run_cli
 
 STAGING = ["tool-virtual-staging", "-w", "space=bedroom", "-w", "style=modern"]
-WIRE_WIDGETS = [
-    {
-        "slug": "widget-space-tool-virtual-staging",
-        "item_slugs": ["item-bedroom-widget-space-tool-virtual-staging"],
-    },
-    {
-        "slug": "widget-style-tool-virtual-staging",
-        "item_slugs": ["item-modern-widget-style-tool-virtual-staging"],
-    },
-]
-DIGEST = widgets_digest(WIRE_WIDGETS)
-BEDROOM = f"bedroom-empty--virtual-staging-{DIGEST}.jpg"
-LIVING = f"living-room-empty--virtual-staging-{DIGEST}.jpg"
-RESULTS = {BEDROOM, LIVING}
+STATE_FILE = ".asyncsdk-process.jsonl"  # the journal in --out, named in `process --help`
+# PHOTO--TOOL-DIGEST.jpg, the digest naming the widgets' settings.
+RESULT = re.compile(r"(bedroom-empty|living-room-empty)--virtual-staging-[0-9a-f]{8}\.jpg")
+
+
+def _named_by_photo(names: set[str]) -> dict[str, str]:
+    """Result names by photo, each checked to be a staging result of that photo."""
+    found = {}
+    for name in names:
+        match = RESULT.fullmatch(name)
+        assert match, name
+        found[match.group(1)] = name
+    assert len(found) == len(names)
+    return found
 
 
 def _results(out: Path) -> set[str]:
@@ -68,7 +58,7 @@ async def test_second_run_skips_done_photos(
         ]
         assert await run_cli(*args) == 0
         assert sb.stats.processes_created == 2
-        assert _results(out) == RESULTS
+        assert set(_named_by_photo(_results(out))) == {"bedroom-empty", "living-room-empty"}
         first = capsys.readouterr().out
         assert "2 photo(s): 2 new" in first
 
@@ -115,7 +105,7 @@ async def test_resumes_waiting_on_a_created_process(
         await sb.wait_idle()
         assert await run_cli(*args, "--timeout", "20") == 0
         assert sb.stats.processes_created == 1  # the same process, collected
-        assert _results(out) == {BEDROOM}
+        assert set(_named_by_photo(_results(out))) == {"bedroom-empty"}
         assert "1 resumed from an earlier run" in capsys.readouterr().out
         assert _state_lines(out)[-1]["stage"] == "done"
 
@@ -127,19 +117,6 @@ async def test_adopts_a_process_created_before_a_crash(
     out = tmp_path / "out"
     photo = photos / "living-room-empty.jpg"
     async with Sandbox(SandboxConfig()) as sb:
-        async with Client(api_key=sb.api_key, base_url=sb.base_url) as client:
-            order = await client.orders.create(photo)
-            await client.processes.create(
-                order.order_id,
-                "tool-virtual-staging",
-                {"tool-virtual-staging-input-image": order.assets[0].id},
-                WIRE_WIDGETS,
-            )
-        key = PhotoKey.of(photo, "tool-virtual-staging", WIRE_WIDGETS)
-        service = f"{sb.base_url}/"
-        StateFile(out / STATE_FILE).append(
-            Record.start(key, service).step(UPLOADED, order_id=order.order_id)
-        )
         monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
         args: list[str | Path] = [
             "process",
@@ -152,7 +129,18 @@ async def test_adopts_a_process_created_before_a_crash(
         ]
         assert await run_cli(*args) == 0
         assert sb.stats.processes_created == 1
-        assert _results(out) == {LIVING}
+        # As if the run had died after its first step: the journal knows the order, not the
+        # process the service created on it, and nothing was downloaded.
+        journal = out / STATE_FILE
+        lines = journal.read_text().splitlines()
+        assert json.loads(lines[0])["stage"] == "uploaded"
+        journal.write_text(lines[0] + "\n")
+        [result] = _results(out)
+        (out / result).unlink()
+
+        assert await run_cli(*args) == 0
+        assert sb.stats.processes_created == 1  # the process found on the order, not a new one
+        assert _results(out) == {result}
 
 
 async def test_failed_photos_are_retried_only_when_asked(
@@ -177,7 +165,7 @@ async def test_failed_photos_are_retried_only_when_asked(
         sb.config.fail_tools = frozenset()
         assert await run_cli(*args, "--retry-failed") == 0
         assert sb.stats.processes_created == 2
-        assert _results(out) == {BEDROOM}
+        assert set(_named_by_photo(_results(out))) == {"bedroom-empty"}
 
 
 def test_sandbox_flag_second_run_skips(
@@ -188,7 +176,7 @@ def test_sandbox_flag_second_run_skips(
     out = tmp_path / "out"
     args = ["process", *STAGING, str(photos), "--out", str(out), "--sandbox"]
     assert main(args) == 0
-    assert _results(out) == RESULTS
+    assert set(_named_by_photo(_results(out))) == {"bedroom-empty", "living-room-empty"}
     lines = _state_lines(out)
     assert (
         sorted(str(line["stage"]) for line in lines)
@@ -218,3 +206,113 @@ async def test_an_unknown_widget_value_costs_nothing(
     assert err.startswith("error: ")
     assert "did you mean 'bedroom'" in err
     assert err.count("\n") == 1
+
+
+async def test_a_changed_photo_or_other_widgets_make_a_new_job(
+    photos: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out"
+    photo = photos / "bedroom-empty.jpg"
+    async with Sandbox(SandboxConfig()) as sb:
+        monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
+        where = ["--out", out, "--base-url", sb.base_url]
+        assert await run_cli("process", *STAGING, photo, *where) == 0
+        assert sb.stats.processes_created == 1
+        # Other settings: a new process, and a result of another name beside the first.
+        other = ["tool-virtual-staging", "-w", "space=bedroom", "-w", "style=scandinavian"]
+        assert await run_cli("process", *other, photo, *where) == 0
+        assert sb.stats.processes_created == 2
+        names = _results(out)
+        assert len(names) == 2
+        assert all(RESULT.fullmatch(name) for name in names)
+        # The same settings again, on a photo that changed since: a new process too.
+        with photo.open("ab") as file:
+            file.write(b"\0")
+        assert await run_cli("process", *STAGING, photo, *where) == 0
+        assert sb.stats.processes_created == 3
+
+
+async def test_a_process_created_on_another_service_is_not_paid_for_again(
+    photos: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = tmp_path / "out"
+    photo = photos / "bedroom-empty.jpg"
+    never = SandboxConfig(pending_delay=math.inf, processing_delay=math.inf)
+    async with Sandbox(never) as first:
+        monkeypatch.setenv("ASYNCSDK_API_KEY", first.api_key)
+        args = ["process", *STAGING, photo, "--out", out, "--timeout", "0.3"]
+        assert await run_cli(*args, "--base-url", first.base_url) == 1
+        assert first.stats.processes_created == 1
+    async with Sandbox(SandboxConfig()) as second:
+        capsys.readouterr()
+        assert await run_cli(*args, "--base-url", second.base_url) == 1
+        assert second.stats.orders_created == 0
+        assert second.stats.processes_created == 0
+    printed = capsys.readouterr().out
+    assert "refused" in printed
+    assert f"was created on {first.base_url}" in printed
+
+
+async def test_a_broken_journal_line_is_skipped_with_a_warning(
+    photos: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = tmp_path / "out"
+    photo = photos / "bedroom-empty.jpg"
+    async with Sandbox(SandboxConfig()) as sb:
+        monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
+        args = ["process", *STAGING, photo, "--out", out, "--base-url", sb.base_url]
+        assert await run_cli(*args) == 0
+        with (out / STATE_FILE).open("a") as file:
+            file.write('{"key": "cut short by a cra')  # a crash in the middle of a write
+        capsys.readouterr()
+        assert await run_cli(*args) == 0
+        assert sb.stats.processes_created == 1  # the lines before it still count
+    captured = capsys.readouterr()
+    assert "1 already done" in captured.out
+    assert "warning: 1 unreadable line(s)" in captured.err
+
+
+async def test_widget_options_on_the_command_line(
+    photos: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    photo = photos / "bedroom-empty.jpg"
+    async with Sandbox(SandboxConfig()) as sb:
+        monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
+        where = ["--out", tmp_path / "out", "--base-url", sb.base_url, "--dry-run"]
+        enhance = ["tool-image-enhancement", "-w", "space=indoor"]
+        options = "enhancement_options"
+        # A multi-select widget: its name repeated, or its values separated by commas.
+        repeated = ["-w", f"{options}=turn-on-the-light", "-w", f"{options}=remove-minor-blemishes"]
+        commas = ["-w", f"{options}=turn-on-the-light,remove-minor-blemishes"]
+        assert await run_cli("process", *enhance, *repeated, photo, *where) == 0
+        first = capsys.readouterr().out
+        assert await run_cli("process", *enhance, *commas, photo, *where) == 0
+        assert capsys.readouterr().out == first  # the same job, the same result name
+        assert await run_cli("process", *enhance, "-w", "style=", photo, *where) == 2
+        assert sb.stats.orders_created == 0
+    assert "--widget takes NAME=VALUE" in capsys.readouterr().err
+
+
+async def test_a_deleted_result_is_downloaded_again_from_the_same_process(
+    photos: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out"
+    photo = photos / "bedroom-empty.jpg"
+    async with Sandbox(SandboxConfig()) as sb:
+        monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
+        args = ["process", *STAGING, photo, "--out", out, "--base-url", sb.base_url]
+        assert await run_cli(*args) == 0
+        [result] = _results(out)
+        (out / result).unlink()
+        assert await run_cli(*args) == 0
+        assert sb.stats.processes_created == 1
+        assert _results(out) == {result}

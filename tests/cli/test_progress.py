@@ -1,71 +1,56 @@
-"""The progress bar: drawn in place on a terminal, silent anywhere else."""
+"""The progress bar of ``asyncsdk demo``: redrawn in place on a terminal, silent anywhere else
+(the silence is checked in test_demo.py, whose stderr is a pipe)."""
 
 from __future__ import annotations
 
-import asyncio
-import io
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
 
-from asyncsdk.cli._progress import Progress, render_bar
+from .conftest import subprocess_env
 
-
-class Terminal(io.StringIO):
-    def isatty(self) -> bool:
-        return True
-
-
-def test_render_bar() -> None:
-    assert render_bar(0, 4, width=8, label="go") == "go [........] 0/4"
-    assert render_bar(2, 4, width=8) == "[####....] 2/4"
-    assert render_bar(9, 4, width=8, suffix="1.0s") == "[########] 4/4 1.0s"
-    assert render_bar(0, 0, width=4) == "[####] 0/0"
+DEMO = ["demo", "--out", "res", "--delay", "0.5", "--fail", "tool-day-to-dusk"]
 
 
-def test_quiet_when_not_a_terminal() -> None:
-    stream = io.StringIO()
-    with Progress(total=3, stream=stream) as bar:
-        bar.advance()
-        bar.note("something failed")
-        bar.advance(2)
-    assert stream.getvalue() == ""
+def _read_all(fd: int) -> str:
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # the terminal's other end closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks).decode()
 
 
-def test_redraws_one_line_on_a_terminal() -> None:
-    now = [0.0]
-    stream = Terminal()
-    with Progress(total=3, label="staging", stream=stream, clock=lambda: now[0]) as bar:
-        now[0] = 1.0
-        bar.advance()
-        now[0] = 2.0
-        bar.note("kitchen.jpg: failed")
-        now[0] = 3.0
-        bar.advance(2)
-    text = stream.getvalue()
-    assert text.endswith("staging [############################] 3/3   3.0s\n")
-    assert "\r" in text
-    assert text.count("\n") == 2  # the note and the final line; the bar itself redraws in place
-    assert "kitchen.jpg: failed\n" in text
-
-
-def test_redraws_are_throttled() -> None:
-    now = [0.0]
-    stream = Terminal()
-    bar = Progress(total=100, stream=stream, clock=lambda: now[0], min_interval=1.0)
-    bar.refresh(force=True)
-    for _ in range(10):
-        bar.advance()  # within the same second: not drawn
-    assert stream.getvalue().count("\r") == 1
-    now[0] = 1.5
-    bar.advance()
-    assert stream.getvalue().count("\r") == 2
-    bar.close()
-
-
-async def test_ticking_redraws_while_waiting() -> None:
-    stream = Terminal()
-    with Progress(total=1, stream=stream) as bar:
-        async with bar.ticking(interval=0.01):
-            for _ in range(100):
-                if stream.getvalue().count("\r") >= 3:
-                    break
-                await asyncio.sleep(0.01)
-    assert stream.getvalue().count("\r") >= 3
+def test_the_bar_redraws_one_line_on_a_terminal_and_notes_failures_above_it(tmp_path: Path) -> None:
+    controller, terminal = pty.openpty()
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "asyncsdk", *DEMO],
+            cwd=tmp_path,
+            env=subprocess_env(),
+            stdout=subprocess.PIPE,
+            stderr=terminal,
+            text=True,
+        )
+        os.close(terminal)
+        drawn = _read_all(controller)
+        out, _ = child.communicate(timeout=60)
+    finally:
+        os.close(controller)
+    assert child.returncode == 1
+    assert "4 of 5 done" in out
+    assert "\r" in drawn  # drawn in place
+    assert "processing [" in drawn
+    final = drawn.replace("\r\n", "\n").rstrip("\n").rsplit("\r", 1)[-1]
+    assert final.startswith("processing [" + "#" * 28 + "] 5/5")
+    # A failure is noted on a line of its own above the bar, which goes on below it.
+    assert "\ntool-day-to-dusk on exterior.jpg: failed" in drawn.replace("\r\n", "\n").replace(
+        "\r", "\n"
+    )
+    assert "Traceback" not in drawn

@@ -19,13 +19,13 @@ from asyncsdk import (
     UploadError,
 )
 
-# The chunk size is not public; sizes around it prove that no byte is lost at a chunk's edge.
-from asyncsdk._uploads import CHUNK_SIZE
-
 from ._fake import JPEG, PNG, WEBP, FakeService, Reply, created_order_json
 from .conftest import MakeClient
 
 CREATED = Reply(status=201, json=created_order_json())
+# The size the upload reads and sends in one piece (CHUNK_SIZE in asyncsdk/_uploads.py): sizes
+# around it prove that no byte is lost at a chunk's edge, and any size must arrive whole.
+CHUNK_SIZE = 512 * 1024
 
 
 class Unseekable(io.RawIOBase):

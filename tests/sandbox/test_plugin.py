@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import os
 import sys
+import tempfile
 from importlib.metadata import entry_points
+from pathlib import Path
 
 import aiohttp
 import pytest
@@ -65,7 +68,11 @@ def test_public_names() -> None:
     }
 
 
-async def test_stop_removes_the_files_and_a_sandbox_starts_once() -> None:
+async def test_stop_removes_the_files_and_a_sandbox_starts_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The sandbox keeps its files in a folder of the temporary directory: here, tmp_path.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     sb = Sandbox()
     async with sb:
         async with aiohttp.ClientSession(
@@ -77,13 +84,11 @@ async def test_stop_removes_the_files_and_a_sandbox_starts_once() -> None:
             form.add_field("asset_file", gradient_jpeg(), filename="a.jpg")
             async with s.post("/v3/order", data=form) as r:
                 assert r.status == 201
-        from asyncsdk.sandbox._http import RUNTIME
-
-        root = sb.app[RUNTIME].store.root
-        assert any(root.iterdir())
+        [root] = os.listdir(tmp_path)
+        assert os.listdir(tmp_path / root)  # the uploaded photo
         with pytest.raises(RuntimeError, match="already running"):
             await sb.start()
-    assert not root.exists()
+    assert os.listdir(tmp_path) == []
 
 
 def test_base_url_before_start_names_the_fix() -> None:

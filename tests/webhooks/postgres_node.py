@@ -22,7 +22,7 @@ import sys
 import asyncpg
 from aiohttp import web
 
-from asyncsdk._models import ProcessCompleted
+from asyncsdk import ProcessCompleted
 from webhooks import PostgresInbox, PostgresWrites, TokenVerifier, WebhookReceiver
 
 CLAIM_TIMEOUT = 1.0
