@@ -13,8 +13,10 @@ customer's, not every local user's.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
+import sys
 import tempfile
 from pathlib import Path
 from typing import Final
@@ -23,7 +25,7 @@ from yarl import URL
 
 from asyncsdk import APIError, Client, ValidationError
 
-__all__ = ["download", "make_private_folder", "result_name"]
+__all__ = ["NOFOLLOW", "download", "make_private_folder", "open_private", "result_name"]
 
 #: The formats the service returns, known by their first bytes; the first bytes decide the
 #: extension, then the URL's, then ``.jpg``.
@@ -32,6 +34,10 @@ _SUFFIXES: Final = frozenset({".jpg", ".jpeg", ".png", ".webp"})
 _UNSAFE: Final = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_PART: Final = 100  # characters kept of each part: names stay well under the 255 bytes allowed
 _TAKEN_TRIES: Final = 1000
+#: open() refuses a symlink with this flag; Windows has none (and no symlinks for plain users).
+NOFOLLOW: Final = 0 if sys.platform == "win32" else os.O_NOFOLLOW
+#: What link() says on a file system without hard links (FAT, some network shares).
+_NO_HARD_LINKS: Final = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK})
 
 
 def _clean(text: str, fallback: str) -> str:
@@ -76,16 +82,39 @@ def _inside(folder: Path, name: str) -> Path:
     return target
 
 
+def open_private(path: Path, flags: int = os.O_WRONLY) -> int:
+    """Open ``path`` for writing, creating it ``0600`` when missing and refusing a symlink there;
+    ``flags`` add ``O_APPEND``, or ``O_EXCL`` to take a name only if it is free."""
+    return os.open(path, flags | os.O_CREAT | NOFOLLOW, 0o600)
+
+
+def _claim(partial: Path, target: Path) -> bool:
+    """Give the finished ``partial`` the name ``target`` unless something has that name."""
+    try:
+        os.link(partial, target, follow_symlinks=False)
+        return True
+    except FileExistsError:
+        return False  # a file, a symlink or a folder of that name: never replaced
+    except OSError as exc:
+        if exc.errno not in _NO_HARD_LINKS:
+            raise
+    # A file system without hard links: take the name with O_EXCL, then move the file over the
+    # empty one just made (a rename replaces a symlink swapped in meanwhile, never follows it).
+    try:
+        os.close(open_private(target, os.O_WRONLY | os.O_EXCL))
+    except FileExistsError:
+        return False
+    os.replace(partial, target)
+    return True
+
+
 def _place(partial: Path, folder: Path, stem: str, extension: str) -> Path:
-    """Link the finished ``partial`` under the first free name ``stem[.N]extension``."""
+    """Name the finished ``partial`` with the first free name ``stem[.N]extension``."""
     for number in range(1, _TAKEN_TRIES + 1):
         numbered = stem if number == 1 else f"{stem}.{number}"
         target = _inside(folder, numbered + extension)
-        try:
-            os.link(partial, target, follow_symlinks=False)
-        except FileExistsError:
-            continue  # a file, a symlink or a folder of that name: never replaced
-        return target
+        if _claim(partial, target):
+            return target
     raise APIError(f"{_TAKEN_TRIES} results named {stem}{extension} already exist in {folder}")
 
 
@@ -96,7 +125,7 @@ async def download(client: Client, url: str, folder: Path, stem: str) -> Path:
     to a temporary file created ``0600`` with ``O_EXCL`` beside the target; the result appears
     under its name only when complete, and a failure leaves nothing behind.
     """
-    stem = _clean(stem, "result")
+    _inside(folder, stem)  # a stem made by result_name always is; anything else is refused
     make_private_folder(folder)
     handle, name = tempfile.mkstemp(prefix=f".{stem}.", suffix=".part", dir=folder)
     partial = Path(name)

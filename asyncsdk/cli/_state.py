@@ -31,7 +31,7 @@ from typing import Any, Final
 
 import attrs
 
-from asyncsdk.cli._results import make_private_folder
+from asyncsdk.cli._results import make_private_folder, open_private
 
 __all__ = [
     "STATE_FILE",
@@ -228,8 +228,9 @@ class StateFile:
         and the file ``0600``, and a symlink in its place is refused, never followed.
         """
         make_private_folder(self.path.parent)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
-        with open(os.open(self.path, flags, 0o600), "a", encoding="utf-8") as file:
+        with open(
+            open_private(self.path, os.O_WRONLY | os.O_APPEND), "a", encoding="utf-8"
+        ) as file:
             file.write(record.to_json() + "\n")
             file.flush()
             os.fsync(file.fileno())

@@ -56,7 +56,8 @@ Resumable: the steps of each photo are kept in --out/.asyncsdk-process.jsonl.  R
 command again skips finished photos and collects processes already created instead of creating
 (and paying for) new ones.  Failed photos are left alone unless --retry-failed is given.
 Results are named PHOTO--TOOL-DIGEST.EXT, DIGEST naming the widgets, so runs with other settings
-into the same --out never overwrite each other.
+into the same --out never overwrite each other; a file already in --out is never replaced (a
+taken name gets .2, .3, ...).
 
 Creations keep to the account's generation limit (--generation-limit, default 10/600: the
 service's 10 per 10 minutes); waits are explained as they happen, and the slots taken are kept in

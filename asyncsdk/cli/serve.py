@@ -164,10 +164,11 @@ def _sink(path: Path | None) -> Iterator[TextIO]:
     if path is None:
         yield sys.stdout
         return
-    # The events hold signed result URLs: the file is the user's alone, and never a symlink.
+    # The events hold signed result URLs: a file made here is the user's alone.  The path is the
+    # user's own choice, so a symlink (/dev/stdout...) is followed.
     path.parent.mkdir(parents=True, exist_ok=True)
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
-    with open(os.open(path, flags, 0o600), "a", encoding="utf-8") as file:
+    appending = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    with open(appending, "a", encoding="utf-8") as file:
         yield file
 
 
