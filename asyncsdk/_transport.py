@@ -186,6 +186,11 @@ class Transport:
             started = time.monotonic() if debug else 0.0
             try:
                 status, headers, body = await self._attempt(request, limits)
+            except asyncio.CancelledError as exc:
+                # Cancelled in flight (a caller's timeout, ``wait_for``): aiohttp's frames would
+                # ride along under the caller's TimeoutError, the key in their locals.
+                _drop_tracebacks(exc)
+                raise
             except _NETWORK_ERRORS as exc:
                 if debug:
                     _log.debug(
@@ -282,6 +287,9 @@ class Transport:
                             message=f"downloading a result failed with HTTP {response.status}",
                         )
                     return await write(response.content.iter_chunked(DOWNLOAD_CHUNK))
+            except asyncio.CancelledError as exc:
+                _drop_tracebacks(exc)
+                raise
             except _NETWORK_ERRORS as exc:
                 error, _ = translate(exc, method=method, url=shown, timeout=timeout)
                 _drop_tracebacks(exc)

@@ -1,6 +1,7 @@
 """One delivery's request path, and the access logger that keeps tokens out of the log.
 
-In order, and never slower than the store's commit: body-size cap (Content-Length, then while
+In order, and never slower than the store's commit: a token in the path (before a byte of the
+body is read), body-size cap (Content-Length, then while
 reading), content type, raw body, verification, parsing, optional process filter, backpressure,
 then one atomic dedup claim + durable persist (``inbox.submit_put``, which neither a client that
 hangs up nor the ``put_timeout`` deadline interrupts: they only stop the request waiting for it)
@@ -187,6 +188,20 @@ class Intake:
             return Rejection(400, "bad_body", f"could not read the body: {type(exc).__name__}")
         return b"".join(chunks)
 
+    def _refuse_unread(self, request: web.Request, rejection: Rejection) -> web.Response:
+        """Refuse a request whose body is left unread, or could not be decoded, on a connection
+        that then closes.
+
+        aiohttp reads what is left of a body after the answer, to keep the connection; a body
+        that already failed to decode as its ``Content-Encoding`` says would then be logged as
+        an unhandled exception.  Such a body is marked ended here: nothing more is read.
+        """
+        if request.content.exception() is not None:
+            request.content.feed_eof()
+        response = self._refuse(rejection)
+        response.force_close()
+        return response
+
     async def handle(self, request: web.Request) -> web.StreamResponse:
         """The route handler: the token (if any) comes from the matched route."""
         return await self.receive(request.match_info, request)
@@ -199,6 +214,14 @@ class Intake:
         self.metrics.received += 1
         if not self.is_running():
             return self._unavailable("stopping", "the receiver is not running; retry later")
+        if TOKEN_PARAM in path_params and self.verifier.path_tokens:
+            # The token first, with the body unread: a stranger's body is never read, inflated
+            # or decoded (the verifier checks the full delivery again below).
+            rejection = self.verifier.verify(
+                Delivery(_LowerHeaders(request.headers), path_params, b"")
+            )
+            if rejection is not None:
+                return self._refuse_unread(request, rejection)
 
         length = request.content_length
         if length is not None and length > self.max_body:
@@ -211,7 +234,7 @@ class Intake:
             return self._refuse(rejection)
         body = await self._read_body(request)
         if isinstance(body, Rejection):
-            return self._refuse(body)
+            return self._refuse_unread(request, body)
 
         delivery = Delivery(
             headers=_LowerHeaders(request.headers),
