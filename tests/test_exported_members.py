@@ -60,6 +60,7 @@ PUBLIC = {
     "APITimeoutError",
     "APIDecodeError",
     "ProcessFailedError",
+    "ResultTooLargeError",
     "WaitTimeoutError",
     # the catalogue: checked process requests
     "Catalogue",

@@ -26,6 +26,7 @@ from multidict import CIMultiDictProxy
 
 from asyncsdk import ProcessCompleted
 from webhooks._contract import Delivery, Ignored, Inbox, Parsed, Rejection, Verifier
+from webhooks._fetchback import unconfirmed
 from webhooks._metrics import Metrics
 from webhooks._parse import check_content_type, parse_body
 from webhooks._verify import TOKEN_PARAM
@@ -130,6 +131,8 @@ class Intake:
     is_running: Callable[[], bool]
     backlog: Callable[[], int]
     stored: Callable[[], None]
+    fetch_back: bool = False
+    """Store deliveries in their unconfirmed form, for the workers to check with the API."""
     _deadlines: _Deadlines = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -272,7 +275,7 @@ class Intake:
         try:
             # The write goes ahead whatever becomes of ``answer``: a client that hangs up (with
             # handler_cancellation on) or the deadline only stops this request waiting for it.
-            answer = self.inbox.submit_put(event, body)
+            answer = self.inbox.submit_put(unconfirmed(event) if self.fetch_back else event, body)
         except Exception as exc:
             logger.warning("the webhook inbox failed to store an event: %s", exc)
             return self._unavailable("store_unavailable", "the event store is unavailable")
