@@ -308,11 +308,14 @@ INTAKE_KEY: Final = web.AppKey("webhooks.intake", Intake)
 
 
 class RedactingAccessLogger(AccessLogger):
-    """aiohttp's access logger, with the path below a mounted receiver shown as ``***``.
+    """aiohttp's access logger, with the path below a mounted receiver shown as ``***`` and every
+    live path token of a receiver on the app shown as ``***`` wherever it appears.
 
-    Any method and any answer: a GET of the hook URL (405) or a path with a stray trailing slash
-    (404) holds the token as much as a delivery does.
+    Any method and any answer: a GET of the hook URL (405), a path with a stray trailing slash
+    or in other letter case (404), a token in a query string, percent-encoded or not, holds the
+    token as much as a delivery does.
 
+    aiohttp takes the access logger where the server is made, not from the app, so pass it there:
     ``web.run_app(app, access_log_class=RedactingAccessLogger)`` or
     ``web.AppRunner(app, access_log_class=RedactingAccessLogger)``.
     """
@@ -332,22 +335,33 @@ class RedactingAccessLogger(AccessLogger):
 
 
 def _redacted_target(request: web.Request) -> str | None:
-    """The request target with everything below a receiver's mount point as ``***``, or None."""
-    path = request.rel_url.raw_path
-    query = request.rel_url.raw_query_string
+    """The request target with everything below a receiver's mount point, and every live path
+    token of a receiver, as ``***``; ``None`` when there is nothing to hide."""
+    url = request.rel_url
     mounts: list[str] = []
+    tokens: set[str] = set()
     for app in request.match_info.apps:
         if INTAKE_KEY in app:
             mounts.append("")  # the receiver's own app serves at the root
+            tokens.update(app[INTAKE_KEY].verifier.path_tokens)
         for resource in app.router.resources():
             if isinstance(resource, web.PrefixedSubAppResource):
                 info = resource.get_info()
                 if INTAKE_KEY in info["app"]:
                     mounts.append(info["prefix"].rstrip("/"))
-    for mount in mounts:
-        if path.startswith(mount + "/") and len(path) > len(mount) + 1:
-            return f"{mount}/***" + (f"?{query}" if query else "")
+                    tokens.update(info["app"][INTAKE_KEY].verifier.path_tokens)
     token = request.match_info.get(TOKEN_PARAM)
     if token:
-        return request.path_qs.replace(token, "***")
-    return None
+        tokens.add(token)
+    path, query = url.raw_path, url.raw_query_string
+    if any(t in url.path + url.query_string and t not in path + query for t in tokens):
+        # A token spelt with percent-escapes is still the token: log the decoded target.
+        path, query = url.path, url.query_string
+    for mount in mounts:
+        if path.startswith(mount + "/") and len(path) > len(mount) + 1:
+            path = f"{mount}/***"
+            break
+    target = path + (f"?{query}" if query else "")
+    for live in tokens:
+        target = target.replace(live, "***")
+    return None if target == url.raw_path_qs else target
