@@ -16,8 +16,8 @@ unconfirmed:
 :func:`unconfirmed`, :func:`confirm_in_order` and :func:`confirm` are the pure decisions; the
 worker does the I/O.
 
-The client is described structurally (:class:`ProcessClient`), so any object with a
-``processes.get`` coroutine works, ``asyncsdk.Client`` included.
+The client is described structurally (:class:`ProcessClient`), so any object with
+``processes.get`` and ``orders.get`` coroutines works, ``asyncsdk.Client`` included.
 """
 
 from __future__ import annotations
