@@ -13,7 +13,7 @@ paid process.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Self
 
@@ -21,7 +21,14 @@ import aiohttp
 from yarl import URL
 
 from asyncsdk._catalogue import CatalogueCache, WidgetsArg
-from asyncsdk._downloads import DownloadTarget, check_result_url, write_chunks
+from asyncsdk._downloads import (
+    DEFAULT_MAX_DOWNLOAD_BYTES,
+    DownloadTarget,
+    check_allowed_hosts,
+    check_max_bytes,
+    check_result_url,
+    write_chunks,
+)
 from asyncsdk._errors import ConfigurationError, ValidationError
 from asyncsdk._flows import Flows
 from asyncsdk._limits import GenerationLimit
@@ -188,6 +195,8 @@ class Client:
         *,
         thumbnail: bool = False,
         timeout: Timeout | float | None = None,
+        max_bytes: int = DEFAULT_MAX_DOWNLOAD_BYTES,
+        allowed_hosts: Collection[str] | None = None,
     ) -> int:
         """Stream a result image to ``target`` (a path, or a binary file opened for writing).
 
@@ -195,6 +204,14 @@ class Client:
         or a URL.  Only http(s) URLs are fetched and the API key is never sent with them; the body
         goes to disk chunk by chunk, and a path appears only once the file is complete.  Returns
         the number of bytes written.  Not retried: call again on ``APIConnectionError``.
+
+        ``max_bytes`` (100 MiB by default, far above the service's largest image): a larger
+        ``Content-Length`` is refused before reading, and the stream is cut once it passes the
+        limit, with ``ResultTooLargeError``; a path target is then removed (a file object keeps
+        what was written).  ``allowed_hosts``: host names the result and every redirect must be
+        on (``".example.com"`` allows its subdomains), refused with ``ValidationError`` otherwise;
+        set it when result URLs may come from someone other than the API (a webhook body
+        without fetch-back) so that they cannot point the download at a private address.
         """
         if isinstance(asset, ResultAsset):
             url = asset.thumbnail_src if thumbnail else asset.src
@@ -203,10 +220,15 @@ class Client:
                 raise ValidationError(f"result asset {asset.asset_id!r} has no {which} URL")
         else:
             url = asset
-        checked = check_result_url(url)
+        hosts = check_allowed_hosts(allowed_hosts)
+        checked = check_result_url(url, hosts)
         limits = self.settings.timeout.with_total(timeout)
         return await self._transport.download(
-            checked, lambda chunks: write_chunks(chunks, target), timeout=limits
+            checked,
+            lambda chunks: write_chunks(chunks, target),
+            timeout=limits,
+            max_bytes=check_max_bytes(max_bytes),
+            check_url=lambda hop: check_result_url(hop, hosts),
         )
 
     async def run(

@@ -1,31 +1,75 @@
 """Result files: which URLs may be fetched, and writing a stream of chunks to a path or a file.
 
 Result URLs are opaque and may name another host than the API, so a download never carries the
-API key and only ``http``/``https`` URLs are fetched.  A file written to a path appears only when
-complete: it is written under a temporary name beside the target and renamed at the end.
+API key and only ``http``/``https`` URLs are fetched; ``allowed_hosts`` narrows that to named
+hosts, for the first URL and every redirect.  A download stops at ``max_bytes``.  A file written
+to a path appears only when complete: it is written under a temporary name beside the target and
+renamed at the end, and removed on any failure.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, AsyncIterator, Collection
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Final
 
 from yarl import URL
 
-from asyncsdk._errors import ValidationError
+from asyncsdk._errors import ResultTooLargeError, ValidationError
 
-__all__ = ["DOWNLOAD_CHUNK", "DownloadTarget", "check_result_url", "write_chunks"]
+__all__ = [
+    "DEFAULT_MAX_DOWNLOAD_BYTES",
+    "DOWNLOAD_CHUNK",
+    "DownloadTarget",
+    "capped",
+    "check_allowed_hosts",
+    "check_max_bytes",
+    "check_result_url",
+    "too_large",
+    "write_chunks",
+]
 
 #: Bytes read from the network per chunk while streaming a result to disk.
 DOWNLOAD_CHUNK = 256 * 1024
 
+#: The default ``max_bytes`` of a download: far above the service's largest result image (a
+#: few megabytes), low enough that a host streaming without end cannot fill a disk.
+DEFAULT_MAX_DOWNLOAD_BYTES: Final = 100 * 1024 * 1024
+
 DownloadTarget = str | os.PathLike[str] | BinaryIO
 
 
-def check_result_url(url: str | URL) -> URL:
-    """The URL to fetch, or a ``ValidationError`` for anything but an absolute http(s) URL."""
+def check_max_bytes(max_bytes: int) -> int:
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+        raise ValidationError(
+            f"max_bytes must be a positive number of bytes, e.g. {DEFAULT_MAX_DOWNLOAD_BYTES}, "
+            f"not {max_bytes!r}"
+        )
+    return max_bytes
+
+
+def check_allowed_hosts(allowed_hosts: Collection[str] | None) -> frozenset[str] | None:
+    """``allowed_hosts`` as lower-case names, or ``None`` (any host)."""
+    if allowed_hosts is None:
+        return None
+    names = [allowed_hosts] if isinstance(allowed_hosts, str) else list(allowed_hosts)
+    if not names or not all(isinstance(name, str) and name.strip(".") for name in names):
+        raise ValidationError(
+            "allowed_hosts must be a list of host names, e.g. ['cdn.example.com', "
+            "'.storage.example.com'] (a leading dot allows every subdomain)"
+        )
+    return frozenset(name.lower() for name in names)
+
+
+def _host_allowed(host: str, allowed: frozenset[str]) -> bool:
+    host = host.lower().rstrip(".")
+    return any(host == name or (name.startswith(".") and host.endswith(name)) for name in allowed)
+
+
+def check_result_url(url: str | URL, allowed_hosts: frozenset[str] | None = None) -> URL:
+    """The URL to fetch, or a ``ValidationError`` for anything but an absolute http(s) URL (on
+    one of ``allowed_hosts`` when given)."""
     try:
         parsed = url if isinstance(url, URL) else URL(url)
     except (TypeError, ValueError) as exc:
@@ -36,7 +80,32 @@ def check_result_url(url: str | URL) -> URL:
             f"refusing to download from a non-http(s) URL ({shown}); only http:// and https:// "
             "result URLs are fetched"
         )
+    if allowed_hosts is not None and not _host_allowed(parsed.host, allowed_hosts):
+        raise ValidationError(
+            f"refusing to download from {parsed.host!r}: not in allowed_hosts; add the result "
+            "host there if it is yours"
+        )
     return parsed
+
+
+def too_large(max_bytes: int, url: str) -> ResultTooLargeError:
+    return ResultTooLargeError(
+        f"the result at {url} is larger than max_bytes ({max_bytes} bytes); nothing was kept. "
+        "Pass a larger max_bytes if the file is expected to be this big",
+        max_bytes=max_bytes,
+        method="GET",
+        url=url,
+    )
+
+
+async def capped(chunks: AsyncIterable[bytes], max_bytes: int, url: str) -> AsyncIterator[bytes]:
+    """``chunks``, ending in :class:`ResultTooLargeError` once they pass ``max_bytes`` in all."""
+    size = 0
+    async for chunk in chunks:
+        size += len(chunk)
+        if size > max_bytes:
+            raise too_large(max_bytes, url)
+        yield chunk
 
 
 async def write_chunks(chunks: AsyncIterable[bytes], target: DownloadTarget) -> int:

@@ -27,7 +27,8 @@
     │   │   └── ServerError                5xx
     │   ├── APIConnectionError         the request could not be carried out on the network
     │   │   └── APITimeoutError        ... because a connect or total timeout passed
-    │   └── APIDecodeError             a 2xx body that matches no model (an HTML page from a proxy)
+    │   ├── APIDecodeError             a 2xx body that matches no model (an HTML page from a proxy)
+    │   └── ResultTooLargeError        a result download passed its ``max_bytes``
     ├── ProcessFailedError             a process ended with status ``failed`` (only where asked for)
     └── WaitTimeoutError               waiting for a process passed its deadline
 
@@ -62,6 +63,7 @@ __all__ = [
     "PermissionDeniedError",
     "ProcessFailedError",
     "RateLimitError",
+    "ResultTooLargeError",
     "SelectionError",
     "ServerError",
     "UnknownItemError",
@@ -284,6 +286,14 @@ class APIDecodeError(APIError):
         super().__init__(message, method=method, url=url)
         self.status = status
         self.body = body
+
+
+class ResultTooLargeError(APIError):
+    """A result host sent (or announced) more than the download's ``max_bytes``; nothing kept."""
+
+    def __init__(self, message: str, *, max_bytes: int, method: str = "", url: str = "") -> None:
+        super().__init__(message, method=method, url=url)
+        self.max_bytes = max_bytes
 
 
 class ProcessFailedError(AsyncSDKError):

@@ -42,6 +42,11 @@ REMOVE_BLUE: Final = (0x78, 0x78, 0xCD)
 #: The colour that marks pixels to keep.
 KEEP_BLACK: Final = (0, 0, 0)
 
+#: The most pixels an image file or bytes given to the mask helpers may declare (8192 x 8192),
+#: checked from the header before any pixel is decoded: far above any photo the service takes,
+#: and below Pillow's own decompression-bomb limit, which is left as the application set it.
+MAX_MASK_PIXELS: Final = 8192 * 8192
+
 #: A path, the encoded bytes of an image file, or a Pillow image.
 ImageSource: TypeAlias = "str | os.PathLike[str] | bytes | Image.Image"
 
@@ -78,6 +83,16 @@ def _flatten(image: Image.Image) -> Image.Image:
     return image.convert("RGB")
 
 
+def _check_pixels(image: Image.Image, source: ImageSource, what: str) -> None:
+    """Refuse, from the header alone, an image that would decode to too many pixels."""
+    width, height = image.size
+    if width * height > MAX_MASK_PIXELS:
+        raise MaskError(
+            f"the {what} ({_describe(source)}) declares {width} x {height} pixels, more than the "
+            f"{MAX_MASK_PIXELS} pixels the mask helpers decode; give an image the size of the photo"
+        )
+
+
 def _load(source: ImageSource, what: str) -> Image.Image:
     """The image as RGB, read fully and detached from any file."""
     _require_pillow()
@@ -88,12 +103,19 @@ def _load(source: ImageSource, what: str) -> Image.Image:
     try:
         if isinstance(source, bytes | bytearray | memoryview):
             with Image.open(io.BytesIO(bytes(source))) as opened:
+                _check_pixels(opened, source, what)
                 opened.load()
                 return _flatten(opened)
         if isinstance(source, str | os.PathLike):
             with Image.open(source) as opened:
+                _check_pixels(opened, source, what)
                 opened.load()
                 return _flatten(opened)
+    except Image.DecompressionBombError as exc:
+        raise MaskError(
+            f"the {what} ({_describe(source)}) is refused by Pillow as a decompression bomb: "
+            f"{exc}; give an image the size of the photo"
+        ) from exc
     except FileNotFoundError as exc:
         raise MaskError(f"the {what} {_describe(source)} does not exist") from exc
     except (UnidentifiedImageError, OSError) as exc:
@@ -118,6 +140,11 @@ def _size_of(source: ImageSource, what: str) -> tuple[int, int]:
         if isinstance(source, str | os.PathLike):
             with Image.open(source) as opened:
                 return opened.size
+    except Image.DecompressionBombError as exc:
+        raise MaskError(
+            f"the {what} ({_describe(source)}) is refused by Pillow as a decompression bomb: "
+            f"{exc}; give an image the size of the photo"
+        ) from exc
     except FileNotFoundError as exc:
         raise MaskError(f"the {what} {_describe(source)} does not exist") from exc
     except (UnidentifiedImageError, OSError) as exc:

@@ -22,9 +22,10 @@ from types import MappingProxyType
 from typing import Any, Final, TypeVar
 
 import aiohttp
+from aiohttp import hdrs
 from yarl import URL
 
-from asyncsdk._downloads import DOWNLOAD_CHUNK
+from asyncsdk._downloads import DOWNLOAD_CHUNK, capped, too_large
 from asyncsdk._errors import APIConnectionError, APITimeoutError, ConfigurationError
 from asyncsdk._protocol.requests import Request
 from asyncsdk._protocol.responses import read_response, status_error
@@ -42,6 +43,9 @@ _log = logging.getLogger("asyncsdk")
 _NETWORK_ERRORS: Final = (aiohttp.ClientError, OSError, TimeoutError)
 #: The headers of every request to the service (the API key is added per request).
 _HEADERS: Final = MappingProxyType({"Accept": "application/json", "User-Agent": USER_AGENT})
+#: Redirect statuses a download follows, and how many in a row (aiohttp's own default limit).
+_REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
+_MAX_REDIRECTS: Final = 10
 #: How many distinct ``Timeout`` values keep their aiohttp ``ClientTimeout``.
 _TIMEOUTS_KEPT: Final = 64
 
@@ -186,6 +190,11 @@ class Transport:
             started = time.monotonic() if debug else 0.0
             try:
                 status, headers, body = await self._attempt(request, limits)
+            except asyncio.CancelledError as exc:
+                # Cancelled in flight (a caller's timeout, ``wait_for``): aiohttp's frames would
+                # ride along under the caller's TimeoutError, the key in their locals.
+                _drop_tracebacks(exc)
+                raise
             except _NETWORK_ERRORS as exc:
                 if debug:
                     _log.debug(
@@ -252,36 +261,62 @@ class Transport:
             await asyncio.sleep(delay)
 
     async def download(
-        self, url: URL, write: Callable[[AsyncIterable[bytes]], Awaitable[T]], *, timeout: Timeout
+        self,
+        url: URL,
+        write: Callable[[AsyncIterable[bytes]], Awaitable[T]],
+        *,
+        timeout: Timeout,
+        max_bytes: int,
+        check_url: Callable[[URL], URL],
     ) -> T:
         """GET ``url`` without the API key and hand the streamed body to ``write``.
 
         Takes a slot of the in-flight limit like any request; not retried (the caller decides);
-        network failures and non-2xx answers become this package's errors.
+        network failures and non-2xx answers become this package's errors.  Redirects are
+        followed here, each target passed through ``check_url`` first; a body past
+        ``max_bytes`` (announced or streamed) ends in ``ResultTooLargeError``.
         """
         method, shown = "GET", str(url.with_query(None))
         async with self._slots:
             session = self._session_in_use()
             try:
-                async with (
-                    asyncio.timeout(timeout.total),
-                    session.get(
-                        url,
-                        headers={"User-Agent": USER_AGENT},
-                        timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeout.connect),
-                        raise_for_status=False,
-                    ) as response,
-                ):
-                    if response.status >= 300:
-                        raise status_error(
-                            response.status,
-                            response.headers,
-                            await response.content.read(2048),
-                            method=method,
-                            url=shown,
-                            message=f"downloading a result failed with HTTP {response.status}",
-                        )
-                    return await write(response.content.iter_chunked(DOWNLOAD_CHUNK))
+                async with asyncio.timeout(timeout.total):
+                    for _ in range(_MAX_REDIRECTS + 1):
+                        async with session.get(
+                            url,
+                            headers={"User-Agent": USER_AGENT},
+                            timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeout.connect),
+                            allow_redirects=False,
+                            raise_for_status=False,
+                        ) as response:
+                            location = response.headers.get(hdrs.LOCATION)
+                            if response.status in _REDIRECTS and location:
+                                url = check_url(response.url.join(URL(location)))
+                                shown = str(url.with_query(None))
+                                continue
+                            if response.status >= 300:
+                                raise status_error(
+                                    response.status,
+                                    response.headers,
+                                    await response.content.read(2048),
+                                    method=method,
+                                    url=shown,
+                                    message="downloading a result failed with "
+                                    f"HTTP {response.status}",
+                                )
+                            length = response.content_length
+                            if length is not None and length > max_bytes:
+                                raise too_large(max_bytes, shown)
+                            chunks = response.content.iter_chunked(DOWNLOAD_CHUNK)
+                            return await write(capped(chunks, max_bytes, shown))
+                    raise APIConnectionError(
+                        f"{method} {shown}: more than {_MAX_REDIRECTS} redirects",
+                        method=method,
+                        url=shown,
+                    )
+            except asyncio.CancelledError as exc:
+                _drop_tracebacks(exc)
+                raise
             except _NETWORK_ERRORS as exc:
                 error, _ = translate(exc, method=method, url=shown, timeout=timeout)
                 _drop_tracebacks(exc)

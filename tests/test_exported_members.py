@@ -61,6 +61,7 @@ PUBLIC = {
     "APITimeoutError",
     "APIDecodeError",
     "ProcessFailedError",
+    "ResultTooLargeError",
     "WaitTimeoutError",
     # the catalogue: checked process requests
     "Catalogue",

@@ -112,7 +112,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 import attrs
 
-from asyncsdk import AsyncSDKError, Process, ProcessCompleted
+from asyncsdk import AsyncSDKError, Order, Process, ProcessCompleted
 
 __all__ = [
     "DEFAULT_CLAIM_TIMEOUT",
@@ -124,6 +124,7 @@ __all__ = [
     "InboxEntry",
     "InboxError",
     "InboxUnavailableError",
+    "OrdersAPI",
     "Parsed",
     "ProcessClient",
     "ProcessesAPI",
@@ -267,11 +268,19 @@ class ProcessesAPI(Protocol):
     async def get(self, process_id: str) -> Process: ...
 
 
+class OrdersAPI(Protocol):
+    async def get(self, order_id: str) -> Order: ...
+
+
 class ProcessClient(Protocol):
-    """Anything with ``processes.get(process_id) -> Process`` (``asyncsdk.Client`` fits)."""
+    """Anything with ``processes.get(process_id) -> Process`` and ``orders.get(order_id) ->
+    Order`` (``asyncsdk.Client`` fits): what fetch-back asks the API."""
 
     @property
     def processes(self) -> ProcessesAPI: ...
+
+    @property
+    def orders(self) -> OrdersAPI: ...
 
 
 # -- verification and parsing: what goes in, what comes out -------------------------------------
@@ -313,7 +322,10 @@ class Verifier(Protocol):
     """Accept (``None``) or refuse (a :class:`Rejection`, normally 401) one delivery.
 
     ``path_tokens``: the tokens a delivery may carry as the last segment of its path (``()``
-    for a verifier that reads no token there); the receiver routes each one's exact URL.
+    for a verifier that reads no token there); the receiver routes each one's exact URL.  When
+    it has path tokens and the request's path carries one, ``verify`` is first called with the
+    body unread (``body=b""``), so that a wrong token is refused before the body is read or
+    decompressed: its verdict on a token must not depend on the body.
     """
 
     @property

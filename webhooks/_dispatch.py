@@ -20,7 +20,14 @@ import attrs
 
 from asyncsdk import ConfigurationError, NotFoundError, ProcessCompleted
 from webhooks._contract import AtomicInbox, Inbox, InboxEntry, ProcessClient, ResultSink
-from webhooks._fetchback import NotFinished, confirm
+from webhooks._fetchback import (
+    Confirmed,
+    Forged,
+    NotFinished,
+    claimed_event,
+    confirm,
+    confirm_in_order,
+)
 from webhooks._metrics import Metrics
 
 __all__ = ["AtomicHandler", "Dispatcher", "Handler", "HandlerSpec", "RetryPolicy", "names"]
@@ -119,6 +126,10 @@ class Dispatcher:
         """Fetch-back, the sink and the handlers for one claimed entry; then ack, retry or park."""
         event = entry.event
         if self.client is not None:
+            delivered = claimed_event(event)
+            if delivered is not None:
+                await self._confirm_claim(entry, delivered)
+                return
             confirmed = await self._fetch_back(entry)
             if confirmed is None:
                 return
@@ -181,6 +192,53 @@ class Dispatcher:
             raise TypeError(f"{self.inbox!r} cannot apply writes with the ack")
         return self.inbox
 
+    async def _confirm_claim(self, entry: InboxEntry, delivered: ProcessCompleted) -> None:
+        """Check an unconfirmed delivery against its order, and store what the API confirms
+        under the event's own dedup key (a no-op if it is already held); settle the delivery."""
+        assert self.client is not None
+        try:
+            async with asyncio.timeout(self.fetch_timeout):
+                order = await self.client.orders.get(delivered.order_id)
+        except NotFoundError:
+            verdict: Confirmed | NotFinished | Forged = Forged(f"no order {delivered.order_id!r}")
+        except Exception as exc:
+            await self._fail(entry, f"fetch-back failed: {exc!r}")
+            return
+        else:
+            verdict = confirm_in_order(delivered, order)
+        if isinstance(verdict, Forged):
+            logger.warning(
+                "webhook for process %r dropped as forged: %s", delivered.process_id, verdict.reason
+            )
+            self.metrics.forged += 1
+        elif isinstance(verdict, NotFinished):
+            await self._not_finished(entry, delivered, verdict)
+            return
+        else:
+            if verdict.changed:
+                logger.warning(
+                    "webhook for process %r said %r, the API says %r; using the API's answer",
+                    delivered.process_id,
+                    delivered.status,
+                    verdict.event.status,
+                )
+                self.metrics.rewritten += 1
+            if await self.inbox.put(verdict.event, entry.raw):
+                self.stored()
+        await self.inbox.ack(entry.id)
+        self.settled()
+
+    async def _not_finished(
+        self, entry: InboxEntry, delivered: ProcessCompleted, verdict: NotFinished
+    ) -> None:
+        age = time.time() - entry.received_at
+        error = f"the API says process {delivered.process_id} is still {verdict.status!r}"
+        if age > self.retry.not_finished_max_age:
+            await self._dead_letter(entry, error)
+        else:
+            await self.inbox.retry_later(entry.id, error, self.retry.not_finished_delay)
+            self.metrics.retried += 1
+
     async def _fetch_back(self, entry: InboxEntry) -> ProcessCompleted | None:
         """The API's view of the event, or ``None`` when the entry was settled here."""
         assert self.client is not None
@@ -199,13 +257,7 @@ class Dispatcher:
             return None
         verdict = confirm(delivered, process)
         if isinstance(verdict, NotFinished):
-            age = time.time() - entry.received_at
-            error = f"the API says process {delivered.process_id} is still {verdict.status!r}"
-            if age > self.retry.not_finished_max_age:
-                await self._dead_letter(entry, error)
-            else:
-                await self.inbox.retry_later(entry.id, error, self.retry.not_finished_delay)
-                self.metrics.retried += 1
+            await self._not_finished(entry, delivered, verdict)
             return None
         if verdict.changed:
             # The delivery claimed another status than the API's: store the API's event under its

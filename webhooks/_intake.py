@@ -1,6 +1,7 @@
 """One delivery's request path, and the access logger that keeps tokens out of the log.
 
-In order, and never slower than the store's commit: body-size cap (Content-Length, then while
+In order, and never slower than the store's commit: a token in the path (before a byte of the
+body is read), body-size cap (Content-Length, then while
 reading), content type, raw body, verification, parsing, optional process filter, backpressure,
 then one atomic dedup claim + durable persist (``inbox.submit_put``, which neither a client that
 hangs up nor the ``put_timeout`` deadline interrupts: they only stop the request waiting for it)
@@ -25,6 +26,7 @@ from multidict import CIMultiDictProxy
 
 from asyncsdk import ProcessCompleted
 from webhooks._contract import Delivery, Ignored, Inbox, Parsed, Rejection, Verifier
+from webhooks._fetchback import unconfirmed
 from webhooks._metrics import Metrics
 from webhooks._parse import check_content_type, parse_body
 from webhooks._verify import TOKEN_PARAM
@@ -129,6 +131,8 @@ class Intake:
     is_running: Callable[[], bool]
     backlog: Callable[[], int]
     stored: Callable[[], None]
+    fetch_back: bool = False
+    """Store deliveries in their unconfirmed form, for the workers to check with the API."""
     _deadlines: _Deadlines = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -187,6 +191,20 @@ class Intake:
             return Rejection(400, "bad_body", f"could not read the body: {type(exc).__name__}")
         return b"".join(chunks)
 
+    def _refuse_unread(self, request: web.Request, rejection: Rejection) -> web.Response:
+        """Refuse a request whose body is left unread, or could not be decoded, on a connection
+        that then closes.
+
+        aiohttp reads what is left of a body after the answer, to keep the connection; a body
+        that already failed to decode as its ``Content-Encoding`` says would then be logged as
+        an unhandled exception.  Such a body is marked ended here: nothing more is read.
+        """
+        if request.content.exception() is not None:
+            request.content.feed_eof()
+        response = self._refuse(rejection)
+        response.force_close()
+        return response
+
     async def handle(self, request: web.Request) -> web.StreamResponse:
         """The route handler: the token (if any) comes from the matched route."""
         return await self.receive(request.match_info, request)
@@ -199,6 +217,14 @@ class Intake:
         self.metrics.received += 1
         if not self.is_running():
             return self._unavailable("stopping", "the receiver is not running; retry later")
+        if TOKEN_PARAM in path_params and self.verifier.path_tokens:
+            # The token first, with the body unread: a stranger's body is never read, inflated
+            # or decoded (the verifier checks the full delivery again below).
+            rejection = self.verifier.verify(
+                Delivery(_LowerHeaders(request.headers), path_params, b"")
+            )
+            if rejection is not None:
+                return self._refuse_unread(request, rejection)
 
         length = request.content_length
         if length is not None and length > self.max_body:
@@ -211,7 +237,7 @@ class Intake:
             return self._refuse(rejection)
         body = await self._read_body(request)
         if isinstance(body, Rejection):
-            return self._refuse(body)
+            return self._refuse_unread(request, body)
 
         delivery = Delivery(
             headers=_LowerHeaders(request.headers),
@@ -249,7 +275,7 @@ class Intake:
         try:
             # The write goes ahead whatever becomes of ``answer``: a client that hangs up (with
             # handler_cancellation on) or the deadline only stops this request waiting for it.
-            answer = self.inbox.submit_put(event, body)
+            answer = self.inbox.submit_put(unconfirmed(event) if self.fetch_back else event, body)
         except Exception as exc:
             logger.warning("the webhook inbox failed to store an event: %s", exc)
             return self._unavailable("store_unavailable", "the event store is unavailable")
@@ -282,11 +308,14 @@ INTAKE_KEY: Final = web.AppKey("webhooks.intake", Intake)
 
 
 class RedactingAccessLogger(AccessLogger):
-    """aiohttp's access logger, with the path below a mounted receiver shown as ``***``.
+    """aiohttp's access logger, with the path below a mounted receiver shown as ``***`` and every
+    live path token of a receiver on the app shown as ``***`` wherever it appears.
 
-    Any method and any answer: a GET of the hook URL (405) or a path with a stray trailing slash
-    (404) holds the token as much as a delivery does.
+    Any method and any answer: a GET of the hook URL (405), a path with a stray trailing slash
+    or in other letter case (404), a token in a query string, percent-encoded or not, holds the
+    token as much as a delivery does.
 
+    aiohttp takes the access logger where the server is made, not from the app, so pass it there:
     ``web.run_app(app, access_log_class=RedactingAccessLogger)`` or
     ``web.AppRunner(app, access_log_class=RedactingAccessLogger)``.
     """
@@ -306,22 +335,33 @@ class RedactingAccessLogger(AccessLogger):
 
 
 def _redacted_target(request: web.Request) -> str | None:
-    """The request target with everything below a receiver's mount point as ``***``, or None."""
-    path = request.rel_url.raw_path
-    query = request.rel_url.raw_query_string
+    """The request target with everything below a receiver's mount point, and every live path
+    token of a receiver, as ``***``; ``None`` when there is nothing to hide."""
+    url = request.rel_url
     mounts: list[str] = []
+    tokens: set[str] = set()
     for app in request.match_info.apps:
         if INTAKE_KEY in app:
             mounts.append("")  # the receiver's own app serves at the root
+            tokens.update(app[INTAKE_KEY].verifier.path_tokens)
         for resource in app.router.resources():
             if isinstance(resource, web.PrefixedSubAppResource):
                 info = resource.get_info()
                 if INTAKE_KEY in info["app"]:
                     mounts.append(info["prefix"].rstrip("/"))
-    for mount in mounts:
-        if path.startswith(mount + "/") and len(path) > len(mount) + 1:
-            return f"{mount}/***" + (f"?{query}" if query else "")
+                    tokens.update(info["app"][INTAKE_KEY].verifier.path_tokens)
     token = request.match_info.get(TOKEN_PARAM)
     if token:
-        return request.path_qs.replace(token, "***")
-    return None
+        tokens.add(token)
+    path, query = url.raw_path, url.raw_query_string
+    if any(t in url.path + url.query_string and t not in path + query for t in tokens):
+        # A token spelt with percent-escapes is still the token: log the decoded target.
+        path, query = url.path, url.query_string
+    for mount in mounts:
+        if path.startswith(mount + "/") and len(path) > len(mount) + 1:
+            path = f"{mount}/***"
+            break
+    target = path + (f"?{query}" if query else "")
+    for live in tokens:
+        target = target.replace(live, "***")
+    return None if target == url.raw_path_qs else target

@@ -60,9 +60,11 @@ class WebhookReceiver:
     :class:`~webhooks.TokenVerifier`, :class:`~webhooks.StandardWebhooksVerifier`, or
     :class:`~webhooks.NoVerification` together with fetch-back).
 
-    ``client``: fetch-back; every event is confirmed with ``client.processes.get`` before the
-    registry and handlers see it, and they get the API's answer (an event the API still calls
-    unfinished is asked about again after ``not_finished_delay`` seconds).  ``registry``: told
+    ``client``: fetch-back; every delivery is checked with ``client.orders.get`` (the order it
+    names must list the process; only then does it claim the event's dedup key) and confirmed
+    with ``client.processes.get`` before the registry and handlers see it, and they get the
+    API's answer (an event the API still calls unfinished is asked about again after
+    ``not_finished_delay`` seconds).  ``registry``: told
     about each event before handlers (and ``set_healthy`` on start/stop).  ``process_filter``:
     an async predicate (e.g. :class:`~webhooks.KnownProcessFilter`) dropping unknown process ids.
 
@@ -171,6 +173,7 @@ class WebhookReceiver:
             is_running=lambda: self._state == "running",
             backlog=lambda: self._pool.backlog,
             stored=self._pool.stored,
+            fetch_back=client is not None,
         )
         self._stop_task: asyncio.Task[None] | None = None
 

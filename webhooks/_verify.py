@@ -232,7 +232,7 @@ class StandardWebhooksVerifier:
             )
         msg_id = headers["webhook-id"]
         raw_ts = headers["webhook-timestamp"].strip()
-        if not raw_ts.isdigit() or len(raw_ts) > 12:
+        if not (raw_ts.isascii() and raw_ts.isdigit()) or len(raw_ts) > 12:
             return Rejection(401, "timestamp", "webhook-timestamp must be Unix time in seconds")
         timestamp = int(raw_ts)
         skew = self.clock() - timestamp

@@ -405,7 +405,7 @@ async def test_download_does_not_follow_a_redirect_off_http(tmp_path: Path) -> N
     await site.start()
     try:
         async with Client(api_key="k", base_url="http://127.0.0.1:9") as client:
-            with pytest.raises(APIConnectionError):
+            with pytest.raises(ValidationError, match=r"non-http\(s\) URL \(file\)"):
                 await client.download(
                     f"http://127.0.0.1:{runner.addresses[0][1]}/x.jpg", tmp_path / "result.jpg"
                 )

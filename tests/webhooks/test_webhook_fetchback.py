@@ -11,22 +11,45 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from whtools import JSON, Recorder, encode, idle, payload, serve, wait_until
 
-from asyncsdk import NotFoundError, Process, ProcessCompleted, ServerError, structure
+from asyncsdk import NotFoundError, Order, Process, ProcessCompleted, ServerError, structure
 from webhooks import MemoryInbox, NoVerification, WebhookReceiver
 
 
 class FakeApi:
-    """GET /v3/process/{id} answering from a dict the test edits; counts requests."""
+    """GET /v3/process/{id} and /v3/order/{id} answering from what the test sets; counts the
+    process requests in ``gets`` and the order requests in ``order_gets``.
+
+    Every process belongs to ``order-1`` unless ``orders`` says otherwise.
+    """
 
     def __init__(self) -> None:
         self.processes: dict[str, dict[str, Any]] = {}
+        self.orders: dict[str, list[str]] = {}
         self.gets: list[str] = []
+        self.order_gets: list[str] = []
         self.fail_next = 0
 
     def app(self) -> web.Application:
         app = web.Application()
         app.router.add_get("/v3/process/{id}", self.get_process)
+        app.router.add_get("/v3/order/{id}", self.get_order)
         return app
+
+    async def get_order(self, request: web.Request) -> web.Response:
+        order_id = request.match_info["id"]
+        self.order_gets.append(order_id)
+        listed = self.orders.get(order_id)
+        if listed is None and order_id == "order-1":
+            listed = [pid for pid in self.processes if not self._listed_elsewhere(pid)]
+        if listed is None:
+            return web.json_response(
+                {"error": "order not found", "key": "api_error_not_found"}, status=404
+            )
+        processes = [self.processes[pid] for pid in listed if pid in self.processes]
+        return web.json_response({"id": order_id, "processes": processes})
+
+    def _listed_elsewhere(self, process_id: str) -> bool:
+        return any(process_id in listed for listed in self.orders.values())
 
     async def get_process(self, request: web.Request) -> web.Response:
         process_id = request.match_info["id"]
@@ -61,9 +84,26 @@ class ApiProcesses:
             return structure(body, Process)
 
 
+class ApiOrders:
+    """The smallest ``orders.get`` over HTTP."""
+
+    def __init__(self, session: aiohttp.ClientSession, base: str) -> None:
+        self._session = session
+        self._base = base
+
+    async def get(self, order_id: str) -> Order:
+        url = f"{self._base}/v3/order/{order_id}"
+        async with self._session.get(url) as response:
+            body = await response.json()
+            if response.status == 404:
+                raise NotFoundError(body["error"], status=404, key=body["key"])
+            return structure(body, Order)
+
+
 class ApiClient:
     def __init__(self, session: aiohttp.ClientSession, base: str) -> None:
         self.processes = ApiProcesses(session, base)
+        self.orders = ApiOrders(session, base)
 
 
 @pytest.fixture
@@ -114,11 +154,12 @@ async def test_a_forged_done_reaches_handlers_as_the_apis_failed(
         assert [(e.process_id, e.status, e.final_assets) for e in seen.events] == [
             ("p-1", "failed", ())
         ]
-        # The genuine "failed" delivery that follows is a duplicate of what handlers already saw.
+        # The genuine "failed" delivery that follows is stored to be checked, then found to be
+        # what handlers already saw: the API's event holds the dedup key.
         genuine = await http.post(
             "/hooks/", data=encode(payload("p-1", status="failed")), headers=JSON
         )
-        assert await genuine.json() == {"status": "duplicate"}
+        assert genuine.status == 200
         await idle(receiver)
     assert len(seen.events) == 1
     assert receiver.metrics.rewritten == 1
@@ -135,7 +176,8 @@ async def test_handlers_get_the_apis_result_urls(api: tuple[FakeApi, ApiClient])
         await idle(receiver)
     (event,) = seen.events
     assert event.final_assets[0].src == "https://api.example/p-1.jpg"
-    assert event.order_id == "order-1"  # kept from the delivery: the process has none
+    assert event.order_id == "order-1"  # the order lists the process
+    assert fake.order_gets == ["order-1"]
     assert fake.gets == ["p-1"]
 
 
@@ -168,7 +210,7 @@ async def test_a_process_still_running_is_asked_about_again(
     receiver.on_completed()(seen)
     async with serve(receiver) as http:
         await http.post("/hooks/", data=encode(payload("p-1")), headers=JSON)
-        await wait_until(lambda: len(fake.gets) >= 2, "a second look at the process")
+        await wait_until(lambda: len(fake.order_gets) >= 2, "a second look at the process")
         assert seen.events == []
         assert registry_events == []
         fake.processes["p-1"] = api_process("p-1", "done")
@@ -190,3 +232,38 @@ async def test_api_errors_are_retried(api: tuple[FakeApi, ApiClient]) -> None:
     assert seen.ids == ["p-1"]
     assert fake.gets == ["p-1"] * 3
     assert receiver.metrics.failed == 2
+
+
+@pytest.mark.parametrize("forged_order", ["order-9", "no-such-order"])
+async def test_a_forged_done_naming_another_order_neither_reaches_handlers_nor_blocks_the_genuine(
+    api: tuple[FakeApi, ApiClient], forged_order: str
+) -> None:
+    fake, client = api
+    fake.processes["p-1"] = api_process("p-1", "done")
+    fake.processes["p-9"] = api_process("p-9", "done")
+    fake.orders = {"order-1": ["p-1"], "order-9": ["p-9"]}  # order-9: another customer's
+    resolved: list[ProcessCompleted] = []
+
+    class Sink:
+        async def resolve(self, event: ProcessCompleted) -> None:
+            resolved.append(event)
+
+    receiver = make(client, registry=Sink())
+    seen = Recorder()
+    receiver.on_completed()(seen)
+    async with serve(receiver) as http:
+        forged = payload("p-1", order_id=forged_order)
+        assert (await http.post("/hooks/", data=encode(forged), headers=JSON)).status == 200
+        await idle(receiver)
+        assert seen.events == []
+        genuine = await http.post("/hooks/", data=encode(payload("p-1")), headers=JSON)
+        assert await genuine.json() == {"status": "accepted"}
+        await idle(receiver)
+        retry = await http.post("/hooks/", data=encode(payload("p-1")), headers=JSON)
+        assert await retry.json() == {"status": "duplicate"}
+    assert [(e.process_id, e.order_id, e.status) for e in seen.events] == [
+        ("p-1", "order-1", "done")
+    ]
+    assert seen.events[0].final_assets[0].src == "https://api.example/p-1.jpg"
+    assert resolved == seen.events
+    assert receiver.metrics.forged == 1

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import queue
 import sqlite3
 import threading
@@ -133,7 +134,7 @@ class SQLiteWriter:
 
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             # Switching a new file to WAL and creating the schema can meet "database is locked"
             # at once, without the busy handler, while another process does the same: retry
             # within the busy timeout.
@@ -151,6 +152,10 @@ class SQLiteWriter:
         return self._conn
 
     def _open(self) -> sqlite3.Connection:
+        # The file holds raw bodies with signed result URLs: readable by its owner only, whatever
+        # the umask.  SQLite gives the -wal and -shm files the mode of the database file.
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         conn = sqlite3.connect(
             self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
         )

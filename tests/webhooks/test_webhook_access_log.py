@@ -1,0 +1,101 @@
+"""No live webhook token in aiohttp's access log, whatever request line carries it."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+from aiohttp import web
+from whtools import encode, payload
+
+from webhooks import MemoryInbox, RedactingAccessLogger, TokenVerifier, WebhookReceiver
+
+TOKEN = "hook-" + secrets.token_urlsafe(32)
+OLD_TOKEN = "old-" + secrets.token_urlsafe(32)
+FORMAT = '%a "%r" %s "%{Referer}i"'
+
+
+@pytest.fixture
+async def base_url() -> AsyncIterator[str]:
+    """A host app with the receiver set up at /hooks/, served with the redacting access log."""
+    receiver = WebhookReceiver(
+        inbox=MemoryInbox(), verifier=TokenVerifier([TOKEN, OLD_TOKEN]), poll_interval=0.05
+    )
+    app = web.Application()
+
+    async def home(_: web.Request) -> web.Response:
+        return web.Response(text="host app")
+
+    app.router.add_get("/", home)
+    receiver.setup(app, prefix="/hooks/")
+    runner = web.AppRunner(
+        app,
+        access_log_class=RedactingAccessLogger,
+        access_log=logging.getLogger("aiohttp.access"),
+        access_log_format=FORMAT,
+        handle_signals=False,
+        shutdown_timeout=1.0,
+    )
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()
+
+
+def escaped(token: str) -> str:
+    """``token`` with its first letters percent-escaped: the same token once decoded."""
+    return "".join(f"%{ord(c):02X}" for c in token[:6]) + token[6:]
+
+
+@pytest.mark.parametrize(
+    ("method", "target", "status"),
+    [
+        ("POST", f"//hooks/{TOKEN}", 404),  # a sender configured with a doubled slash
+        ("POST", f"/HOOKS/{TOKEN}", 404),  # ... or in capitals
+        ("POST", f"/Hooks/{OLD_TOKEN}?x=1", 404),
+        ("POST", f"/webhook?token={TOKEN}", 404),  # the token in a query string
+        ("GET", f"/?next=/hooks/{TOKEN}", 200),
+        ("POST", f"/hooks/{TOKEN}", 200),
+        ("POST", f"/hooks/{escaped(TOKEN)}", 200),
+        ("POST", f"/other/{escaped(TOKEN)}", 404),
+    ],
+)
+async def test_a_live_token_is_hidden_in_every_request_line(
+    base_url: str, method: str, target: str, status: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="aiohttp.access")
+    async with (
+        aiohttp.ClientSession() as http,
+        http.request(
+            method,
+            aiohttp.client.URL(base_url + target, encoded=True),
+            data=encode(payload()),
+            headers={"Content-Type": "application/json"},
+        ) as response,
+    ):
+        assert response.status == status
+        await response.read()
+    lines = [r.getMessage() for r in caplog.records if r.name == "aiohttp.access"]
+    assert len(lines) == 1, lines
+    (line,) = lines
+    assert f" {status} " in line
+    assert "***" in line
+    assert TOKEN not in line
+    assert OLD_TOKEN not in line
+    assert escaped(TOKEN) not in line
+
+
+async def test_lines_without_a_token_are_logged_as_they_came(
+    base_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="aiohttp.access")
+    async with aiohttp.ClientSession() as http, http.get(f"{base_url}/?page=2") as response:
+        assert response.status == 200
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "aiohttp.access"]
+    assert '"GET /?page=2 HTTP/1.1" 200' in line
