@@ -26,7 +26,7 @@ from webhooks._fetchback import KnownProcessFilter
 from webhooks._intake import RedactingAccessLogger
 from webhooks._metrics import LatencyHistogram, Metrics
 from webhooks._parse import parse_delivery
-from webhooks._postgres import PostgresInbox, PostgresRegistry, PostgresWrites
+from webhooks._postgres import PostgresRegistry, PostgresWrites
 from webhooks._receiver import RECEIVER_KEY, WebhookReceiver
 from webhooks._redis import RedisRegistry
 from webhooks._redis._writes import RedisWrites
@@ -38,6 +38,7 @@ from webhooks._registry import (
 )
 from webhooks._verify import NoVerification, StandardWebhooksVerifier, TokenVerifier
 from webhooks.inboxes.memory import MemoryInbox
+from webhooks.inboxes.postgres import PostgresInbox
 from webhooks.inboxes.redis import RedisInbox
 from webhooks.inboxes.sqlite import SQLiteInbox
 
