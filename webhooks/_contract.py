@@ -66,8 +66,12 @@ An inbox holds accepted ``process.completed`` events until a worker has finished
     Raises :class:`UnknownEntryError` if ``entry_id`` is not a dead letter.
 
 ``pending_count()``
-    Entries neither acked nor dead-lettered (due, delayed or in progress).  Used for backpressure;
-    it may be slightly stale.
+    Entries neither acked nor dead-lettered (due, delayed or in progress), in the *whole* inbox:
+    every process's entries, whoever stored or holds them.  It is the receiver's backpressure:
+    each receiver reads it at most every 0.1 s while under its ``queue_limit`` and again before
+    answering ``503 queue_full`` (one read at a time), so it must be one cheap step (a counter,
+    or a count over an index of the unfinished entries; never a scan of finished ones).  It may
+    trail writes under way by the time of a round trip.
 
 ``check()``
     Cheap round trip to the backing store; raises :class:`InboxUnavailableError` if it is down.
@@ -221,7 +225,8 @@ class Inbox(Protocol):
         ...
 
     async def pending_count(self) -> int:
-        """Entries neither acked nor dead-lettered."""
+        """Entries neither acked nor dead-lettered, in the whole shared inbox; cheap (read for
+        backpressure several times a second)."""
         ...
 
     async def check(self) -> None:

@@ -24,6 +24,7 @@ from aiohttp.web_log import AccessLogger
 from multidict import CIMultiDictProxy
 
 from asyncsdk import ProcessCompleted
+from webhooks._backpressure import SharedDepth
 from webhooks._contract import Delivery, Ignored, Inbox, Parsed, Rejection, Verifier
 from webhooks._metrics import Metrics
 from webhooks._parse import check_content_type, parse_body
@@ -114,8 +115,9 @@ class _Deadlines:
 
 @attrs.define(kw_only=True, eq=False)
 class Intake:
-    """The request path of one receiver.  ``is_running``, ``backlog`` and ``stored`` are the
-    receiver's: whether it accepts deliveries, how many entries wait, and "one more was stored"."""
+    """The request path of one receiver.  ``is_running``, ``depth`` and ``stored`` are the
+    receiver's: whether it accepts deliveries, the shared inbox's depth, and "one more was
+    stored"."""
 
     inbox: Inbox
     verifier: Verifier
@@ -127,7 +129,7 @@ class Intake:
     queue_limit: int
     retry_after: int
     is_running: Callable[[], bool]
-    backlog: Callable[[], int]
+    depth: SharedDepth
     stored: Callable[[], None]
     _deadlines: _Deadlines = attrs.field(init=False)
 
@@ -241,7 +243,7 @@ class Intake:
                 self.metrics.ignored["unknown_process"] += 1
                 return self._ok("ignored", started)
 
-        if self.backlog() >= self.queue_limit:
+        if await self.depth.over(self.queue_limit):
             return self._unavailable("queue_full", "too many events waiting; retry later")
         return await self._store(event, body, started)
 

@@ -28,6 +28,7 @@ from typing import Any, Final, Literal, TypeVar, overload
 from aiohttp import web
 
 from asyncsdk import ConfigurationError
+from webhooks._backpressure import SharedDepth
 from webhooks._contract import (
     AtomicInbox,
     Inbox,
@@ -67,7 +68,8 @@ class WebhookReceiver:
     an async predicate (e.g. :class:`~webhooks.KnownProcessFilter`) dropping unknown process ids.
 
     Limits: ``max_body`` bytes per request (413 past it), ``read_timeout`` for the body (408),
-    ``put_timeout`` for the store (503), ``queue_limit`` unfinished events before answering 503,
+    ``put_timeout`` for the store (503), ``queue_limit`` unfinished events in the shared inbox
+    (every process's, as :meth:`~webhooks.Inbox.pending_count` counts them) before answering 503,
     ``workers`` concurrent entries, ``handler_timeout`` per handler, ``max_attempts`` hand-outs
     before dead letter, ``drain_timeout`` at shutdown.  ``retry_after`` is the ``Retry-After`` of
     503 answers.  ``close_inbox``: close the inbox when the receiver stops.
@@ -158,6 +160,7 @@ class WebhookReceiver:
         self._app: web.Application | None = None
         self._mounted = False
         self._state = "new"  # new -> running -> stopping -> stopped
+        self._depth = SharedDepth(inbox=inbox, timeout=self.put_timeout)
         self._intake = Intake(
             inbox=inbox,
             verifier=verifier,
@@ -169,8 +172,8 @@ class WebhookReceiver:
             queue_limit=queue_limit,
             retry_after=retry_after,
             is_running=lambda: self._state == "running",
-            backlog=lambda: self._pool.backlog,
-            stored=self._pool.stored,
+            depth=self._depth,
+            stored=self._stored,
         )
         self._stop_task: asyncio.Task[None] | None = None
 
@@ -330,6 +333,7 @@ class WebhookReceiver:
             self.registry.set_healthy(False)
         await self._pool.stop(self.drain_timeout)
         self._state = "stopped"
+        await self._depth.close()
         if self.close_inbox:
             await self.inbox.close()
 
@@ -347,11 +351,16 @@ class WebhookReceiver:
         """Put a dead letter back in line with a fresh attempt budget."""
         await self.inbox.replay(entry_id)
         self.metrics.replayed += 1
+        self._stored()
+
+    def _stored(self) -> None:
+        self._depth.stored()
         self._pool.stored()
 
     async def _metrics_view(self, _request: web.Request) -> web.Response:
         snapshot = self.metrics.snapshot()
         snapshot["backlog"] = self._pool.backlog
+        snapshot["depth"] = self._depth.estimate
         snapshot["in_flight"] = self._pool.in_flight
         snapshot["state"] = self._state
         return web.json_response(snapshot)

@@ -64,6 +64,8 @@ class MemoryInbox:
         factory=collections.deque, init=False
     )
     _ids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
+    _dead: int = attrs.field(default=0, init=False)
+    """Records dead-lettered, so that the depth is a subtraction, not a count."""
     _closed: bool = attrs.field(default=False, init=False)
 
     def _open(self) -> None:
@@ -138,6 +140,8 @@ class MemoryInbox:
     def _finish(self, entry_id: str, expiry: float) -> None:
         record = self._records.pop(entry_id, None)
         if record is not None:
+            if record.state == _DEAD:
+                self._dead -= 1
             self._keys[record.key] = expiry
             self._expiries.append((expiry, record.key))
 
@@ -155,6 +159,8 @@ class MemoryInbox:
         record = self._records.get(entry_id)
         if record is None:
             return
+        if record.state != _DEAD:
+            self._dead += 1
         record.state = _DEAD
         record.claimed_by = None
         record.last_error = error
@@ -170,12 +176,13 @@ class MemoryInbox:
         if record is None or record.state != _DEAD:
             raise UnknownEntryError(f"no dead letter with id {entry_id!r}; list dead_letters()")
         record.state = _PENDING
+        self._dead -= 1
         record.attempts = 0
         record.due_at = self.clock()
 
     async def pending_count(self) -> int:
         self._open()
-        return sum(1 for r in self._records.values() if r.state == _PENDING)
+        return len(self._records) - self._dead
 
     async def check(self) -> None:
         self._open()
