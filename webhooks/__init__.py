@@ -5,9 +5,11 @@ an :class:`Inbox` (atomic dedup on (event, process_id, status)) before answering
 handlers from the inbox in a worker pool with retries and dead letters.
 """
 
+from webhooks._backends import Backend, PostgresBackend, RedisBackend
 from webhooks._contract import (
     AtomicInbox,
     Delivery,
+    DeliveryInfo,
     Ignored,
     Inbox,
     InboxEntry,
@@ -46,7 +48,9 @@ __all__ = [
     "RECEIVER_KEY",
     "AtomicHandler",
     "AtomicInbox",
+    "Backend",
     "Delivery",
+    "DeliveryInfo",
     "Handler",
     "Ignored",
     "Inbox",
@@ -59,11 +63,13 @@ __all__ = [
     "Metrics",
     "NoVerification",
     "Parsed",
+    "PostgresBackend",
     "PostgresInbox",
     "PostgresRegistry",
     "PostgresWrites",
     "ProcessClient",
     "RedactingAccessLogger",
+    "RedisBackend",
     "RedisInbox",
     "RedisRegistry",
     "RedisWrites",

@@ -123,6 +123,7 @@ __all__ = [
     "DEFAULT_DEDUP_RETENTION",
     "AtomicInbox",
     "Delivery",
+    "DeliveryInfo",
     "Ignored",
     "Inbox",
     "InboxEntry",
@@ -173,6 +174,22 @@ class InboxEntry:
     """The error recorded by the last ``retry_later``/``dead_letter``, if any."""
     received_at: float = 0.0
     """Unix time of the ``put``."""
+
+
+@attrs.frozen(kw_only=True)
+class DeliveryInfo:
+    """What a handler learns of the hand-out it runs in, when it asks for it (a required
+    parameter after the event, or after ``writes`` for ``atomic=True`` handlers)."""
+
+    entry_id: str
+    """The inbox entry, as :meth:`Inbox.dead_letters` and :meth:`Inbox.replay` name it."""
+    attempt: int
+    """1 on the first hand-out, then one more at each: after a handler failed, after a node
+    died holding the entry, after a claim lapsed.  Back to 1 after a replay."""
+    received_at: float
+    """Unix time at which the delivery was stored."""
+    last_error: str | None = None
+    """Why the previous attempt failed, if one did."""
 
 
 @runtime_checkable
