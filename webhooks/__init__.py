@@ -5,6 +5,7 @@ an :class:`Inbox` (atomic dedup on (event, process_id, status)) before answering
 handlers from the inbox in a worker pool with retries and dead letters.
 """
 
+from webhooks._admin import InboxStats, InspectableInbox
 from webhooks._backends import Backend, PostgresBackend, RedisBackend
 from webhooks._contract import (
     AtomicInbox,
@@ -56,7 +57,9 @@ __all__ = [
     "Inbox",
     "InboxEntry",
     "InboxError",
+    "InboxStats",
     "InboxUnavailableError",
+    "InspectableInbox",
     "KnownProcessFilter",
     "LatencyHistogram",
     "MemoryInbox",

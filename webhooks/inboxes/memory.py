@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from asyncsdk import ProcessCompleted
+from webhooks._admin import InboxStats
 from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
     DEFAULT_DEDUP_RETENTION,
@@ -179,6 +180,22 @@ class MemoryInbox:
         self._dead -= 1
         record.attempts = 0
         record.due_at = self.clock()
+
+    async def purge(self, entry_id: str) -> None:
+        self._open()
+        record = self._records.get(entry_id)
+        if record is None or record.state != _DEAD:
+            raise UnknownEntryError(f"no dead letter with id {entry_id!r}; list dead_letters()")
+        self._finish(entry_id, self.clock() + self.dedup_retention)
+
+    async def stats(self) -> InboxStats:
+        self._open()
+        pending = [r.received_at for r in self._records.values() if r.state == _PENDING]
+        return InboxStats(
+            depth=len(pending),
+            oldest_age=self.clock() - min(pending) if pending else None,
+            dead=self._dead,
+        )
 
     async def pending_count(self) -> int:
         self._open()

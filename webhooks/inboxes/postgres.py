@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Final, TypeVar
 import attrs
 
 from asyncsdk import ConfigurationError
+from webhooks._admin import InboxStats
 from webhooks._codec import decode_event, dedup_key_text, encode_event
 from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
@@ -256,6 +257,26 @@ class PostgresInbox:
                 f"no dead letter with id {entry_id!r} in the inbox in schema {self.schema!r};"
                 " list them with dead_letters()"
             )
+
+    async def purge(self, entry_id: str) -> None:
+        ids = _ids((entry_id,))
+        if (
+            not ids
+            or await self._call(
+                "purge", lambda pool: pool.fetchval(self._statements.purge_dead, ids[0])
+            )
+            is None
+        ):
+            raise UnknownEntryError(
+                f"no dead letter with id {entry_id!r} in the inbox in schema {self.schema!r};"
+                " list them with dead_letters()"
+            )
+
+    async def stats(self) -> InboxStats:
+        row = await self._call("stats", lambda pool: pool.fetchrow(self._statements.stats))
+        depth, oldest_age, dead = row if row is not None else (0, None, 0)
+        age = None if oldest_age is None else max(0.0, float(oldest_age))
+        return InboxStats(depth=int(depth), oldest_age=age, dead=int(dead))
 
     async def pending_count(self) -> int:
         return int(
