@@ -16,6 +16,9 @@ from typing import Any
 from benchmarks._procs import ROOT, can_pin, which
 
 REDIS_URL = os.environ.get("ASYNCSDK_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
+POSTGRES_DSN = os.environ.get(
+    "ASYNCSDK_BENCH_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test"
+)
 
 
 def median(values: Sequence[float]) -> float:

@@ -27,6 +27,7 @@ class Plan:
     receiver_warmup_seconds: int = 1
     receiver_connections: tuple[int, ...] = (16, 128)
     receiver_paced_rate: int = 500
+    retained_keys: int
     registry_waiters: int
     wake_samples: int
     e2e_webhook_samples: int
@@ -50,6 +51,7 @@ def make_plan(*, quick: bool, runs: int | None) -> Plan:
             small_files=20,
             public_file=16 * MIB,
             receiver_seconds=1,
+            retained_keys=2_000,
             registry_waiters=10_000,
             wake_samples=100,
             e2e_webhook_samples=3,
@@ -67,6 +69,7 @@ def make_plan(*, quick: bool, runs: int | None) -> Plan:
         small_files=200,
         public_file=50 * MIB,
         receiver_seconds=4,
+        retained_keys=1_000_000,
         registry_waiters=100_000,
         wake_samples=500,
         e2e_webhook_samples=15,
@@ -79,9 +82,11 @@ CLIENT_VS_AIOHTTP: Final = 0.90
 CLIENT_VS_HTTPX: Final = 8.0
 UPLOAD_VS_AIOHTTP: Final = 0.90
 UPLOAD_RSS_MIB: Final = 8.0
-RECEIVER_VS_BARE: Final = {"memory": 0.80, "sqlite": 0.50, "redis": 0.40}
+RECEIVER_VS_BARE: Final = {"memory": 0.80, "sqlite": 0.50, "redis": 0.40, "postgres": 0.40}
 RECEIVER_P99_MS: Final = 50.0
 RECEIVER_CPU_VS_PEER: Final = 1.1
+RETAINED_P99_VS_EMPTY: Final = 1.2
+"""The paced p99 ack of an inbox holding ``retained_keys`` finished events over an empty one's."""
 """Server CPU per request of each receiver over that of the hand-written handler doing the same
 durable work (the memory receiver's peer is the bare handler)."""
 GENERATOR_SATURATED: Final = 0.90

@@ -2,10 +2,10 @@
 
 The server child (pinned to the server core) runs one variant: one of the hand-written handlers
 of ``_peers.py`` (bare, SQLite, Redis), or :class:`~webhooks.WebhookReceiver` mounted at
-``/hooks/`` with a memory, SQLite or Redis inbox, with no handler or with one that sleeps 30 s.
-The load generator (wrk with a Lua script that gives every request its own ``process_id``, so
-dedup never short-circuits; else a Python/aiohttp child) runs pinned to the client core and
-measures latency on its side.
+``/hooks/`` with a memory, SQLite, Redis or PostgreSQL inbox, with no handler or with one that
+sleeps 30 s.  The load generator (wrk with a Lua script that gives every request its own
+``process_id``, so dedup never short-circuits; else a Python/aiohttp child) runs pinned to the
+client core and measures latency on its side.
 """
 
 from __future__ import annotations
@@ -94,13 +94,22 @@ async def serve(
     workdir: str,
     redis_url: str,
     prefix: str,
+    postgres_dsn: str = "",
+    schema: str = "",
 ) -> None:
     """Serve one variant on 127.0.0.1 until stdin closes.
 
     Messages: ``"mark"`` starts the CPU clock (after the warm-up); ``"stats"`` answers the
     process's CPU seconds since the mark (every thread) and the receiver's counters.
     """
-    from webhooks import MemoryInbox, RedisInbox, SQLiteInbox, TokenVerifier, WebhookReceiver
+    from webhooks import (
+        MemoryInbox,
+        PostgresInbox,
+        RedisInbox,
+        SQLiteInbox,
+        TokenVerifier,
+        WebhookReceiver,
+    )
 
     app = web.Application()
     receiver: WebhookReceiver | None = None
@@ -113,6 +122,8 @@ async def serve(
             inbox = SQLiteInbox(Path(workdir) / "inbox.db")
         elif store == "redis":
             inbox = RedisInbox(redis_url, prefix=prefix)
+        elif store == "postgres":
+            inbox = PostgresInbox(postgres_dsn, schema=schema)
         else:
             raise ValueError(f"unknown store {store!r}")
         receiver = WebhookReceiver(

@@ -9,18 +9,22 @@ from pathlib import Path
 from typing import Any, Final
 
 from benchmarks import _plan as goals
-from benchmarks._env import REDIS_URL, median
+from benchmarks._env import POSTGRES_DSN, REDIS_URL, median
 from benchmarks._load import run_load
 from benchmarks._plan import Plan
 from benchmarks._procs import SERVER_CPU, Child, which
+from benchmarks._retention import retention
 from benchmarks._shared import (
     Goal,
     Section,
     drop_prefix,
+    drop_schema,
     fmt,
     met_if_measured,
     new_prefix,
+    new_schema,
     paired,
+    postgres_problem,
     redis_problem,
     runs_of,
     table,
@@ -29,6 +33,8 @@ from benchmarks._shared import (
 
 Load = tuple[str, int, int | None]
 """A load: its label, its connections, and the pause of a paced one (ms; None: flat out)."""
+Place = tuple[str, str, Path]
+"""Where an inbox lives: its Redis prefix, its PostgreSQL schema, its SQLite folder."""
 Variant = tuple[str, bool]
 """A server: the store (a peer of ``_peers.py``, or the receiver's inbox), and the 30 s handler."""
 Results = dict[tuple[str, str, bool], list[dict[str, Any]]]
@@ -41,9 +47,11 @@ VARIANTS: Final[tuple[Variant, ...]] = (
     ("memory", False),
     ("sqlite", False),
     ("redis", False),
+    ("postgres", False),
     ("memory", True),
     ("sqlite", True),
     ("redis", True),
+    ("postgres", True),
 )
 NAMES: Final = {
     "bare": "bare aiohttp handler",
@@ -52,21 +60,33 @@ NAMES: Final = {
     "memory": "receiver + MemoryInbox",
     "sqlite": "receiver + SQLiteInbox",
     "redis": "receiver + RedisInbox",
+    "postgres": "receiver + PostgresInbox",
 }
 PEER_OF: Final = {"memory": "bare", "sqlite": "sqlite-peer", "redis": "redis-peer"}
-"""The handler each receiver's CPU per request is held against: the same durable work by hand."""
+"""The handler each receiver's CPU per request is held against: the same durable work by hand
+(PostgreSQL has none: its receiver is held against the bare handler's req/s only)."""
+STORES: Final = ("memory", "sqlite", "redis", "postgres")
 REFUSED: Final = "refused: load generator saturated"
 
 
-def _receiver_once(
-    plan: Plan, folder: Path, store: str, slow: bool, connections: int, delay_ms: int | None
+def receiver_once(
+    plan: Plan,
+    folder: Path,
+    store: str,
+    slow: bool,
+    connections: int,
+    delay_ms: int | None,
+    place: Place | None = None,
 ) -> dict[str, Any]:
     """One fresh server, a warm-up, one measured load; the load generator's figures plus the
-    server's CPU and counters over the measured part."""
+    server's CPU and counters over the measured part.  The inbox is a new one, dropped after,
+    unless ``place`` names an existing one (kept)."""
     run = uuid.uuid4().hex[:10]
-    prefix = new_prefix("inbox")
-    server_dir = folder / run
-    server_dir.mkdir()
+    if place is None:
+        prefix, schema, server_dir = new_prefix("inbox"), new_schema("inbox"), folder / run
+        server_dir.mkdir()
+    else:
+        prefix, schema, server_dir = place
     child = Child(
         "_receiver_bench:serve",
         {
@@ -75,6 +95,8 @@ def _receiver_once(
             "workdir": str(server_dir),
             "redis_url": REDIS_URL,
             "prefix": prefix,
+            "postgres_dsn": POSTGRES_DSN,
+            "schema": schema,
         },
         cpu=SERVER_CPU,
     )
@@ -88,7 +110,10 @@ def _receiver_once(
         load["server"] = child.recv()
     finally:
         child.stop()
-        drop_prefix(prefix)
+        if place is None:
+            drop_prefix(prefix)
+            if store == "postgres":
+                drop_schema(schema)
     seconds = load["duration_us"] / 1e6
     load["generator"] = generator
     load["rps"] = load["requests"] / seconds
@@ -118,10 +143,15 @@ def _measure(plan: Plan, runnable: Sequence[Variant], loads: Sequence[Load]) -> 
         for _ in range(plan.runs):
             for label, connections, delay_ms in loads:
                 for store, slow in runnable:
-                    result = _receiver_once(plan, folder, store, slow, connections, delay_ms)
+                    result = receiver_once(plan, folder, store, slow, connections, delay_ms)
                     generator = result["generator"]
                     results.setdefault((label, store, slow), []).append(result)
     return results, generator
+
+
+def backend(store: str) -> str:
+    """The server a variant needs: ``redis`` or ``postgres``, else ``""``."""
+    return "redis" if "redis" in store else "postgres" if store == "postgres" else ""
 
 
 def _median(results: Results, label: str, variant: Variant, key: str) -> float:
@@ -168,13 +198,13 @@ def _handled(runs: Sequence[dict[str, Any]]) -> str:
     return f"{median(shares) * 100:.1f} %" if shares else ""
 
 
-def _row(results: Results, load: Load, variant: Variant, redis_reason: str | None) -> list[str]:
+def _row(results: Results, load: Load, variant: Variant, reasons: dict[str, str]) -> list[str]:
     label, connections, delay = load
     store, slow = variant
     name = NAMES[store] + (", 30 s handler" if slow else "")
     runs = results.get((label, *variant))
     if not runs:
-        return [label, name, "not run: " + (redis_reason or "?"), *[""] * 9]
+        return [label, name, "not run: " + reasons.get(backend(store), "?"), *[""] * 9]
     rps = _median(results, label, variant, "rps")
     vs_bare = _rps_vs_bare(results, label, variant)
     vs_peer = (
@@ -253,18 +283,28 @@ HEADER: Final = (
 
 def run_receiver(plan: Plan) -> Section:
     section = Section("receiver", "3. Receiver: process.completed POSTs")
-    redis_reason = redis_problem()
-    runnable = [v for v in VARIANTS if not ("redis" in v[0] and redis_reason)]
+    problems = {"redis": redis_problem(), "postgres": postgres_problem()}
+    reasons = {server: problem for server, problem in problems.items() if problem}
+    runnable = [v for v in VARIANTS if backend(v[0]) not in reasons]
     top = max(plan.receiver_connections)
     paced_delay = round(top * 1000 / plan.receiver_paced_rate)
     # Saturating loads at each connection count, then a paced one.
     loads: list[Load] = [(f"{c} conns, flat out", c, None) for c in plan.receiver_connections]
     loads.append((f"{top} conns, paced to ~{plan.receiver_paced_rate:,} req/s", top, paced_delay))
     results, generator = _measure(plan, runnable, loads)
-    rows = [_row(results, load, variant, redis_reason) for load in loads for variant in VARIANTS]
+    rows = [_row(results, load, variant, reasons) for load in loads for variant in VARIANTS]
     section.lines += [_describe(plan, generator, top, paced_delay), "", *table(HEADER, rows)]
-    if redis_reason:
-        section.lines += ["", f"Redis rows not run: {redis_reason}"]
+    with workdir("bench-retained-") as folder:
+        lines, found = retention(
+            plan,
+            folder,
+            [store for store, slow in runnable if not slow],
+            lambda store, place: receiver_once(plan, folder, store, False, top, paced_delay, place),
+        )
+    section.lines += ["", *lines]
+    section.goals += found
+    for server, reason in reasons.items():
+        section.lines += ["", f"{server} rows not run: {reason}"]
     section.goals += _goals(results, loads, runnable, top)
     return section
 
@@ -275,7 +315,7 @@ def _goals(
     found: list[Goal] = []
     flat = [(label, c) for label, c, delay in loads if delay is None]
     top_label = next(label for label, c, delay in loads if delay is None and c == top)
-    for store in ("memory", "sqlite", "redis"):
+    for store in STORES:
         threshold = goals.RECEIVER_VS_BARE[store]
         for slow in (False, True):
             suffix = " (30 s handler)" if slow else ""
@@ -295,7 +335,7 @@ def _goals(
                     met_if_measured(worst, worst >= threshold),
                 )
             )
-            if not slow:
+            if not slow and store in PEER_OF:
                 found.append(_cpu_goal(results, loads, store))
             p99 = _median(results, top_label, (store, slow), "p99_us") / 1000
             bare_p99 = _median(results, top_label, ("bare", False), "p99_us") / 1000

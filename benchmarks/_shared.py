@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import math
 import shutil
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import attrs
 
-from benchmarks._env import REDIS_URL, median
+from benchmarks._env import POSTGRES_DSN, REDIS_URL, median
 
 # -- report pieces --------------------------------------------------------------------------------
 
@@ -95,6 +96,47 @@ def redis_problem() -> str | None:
     except Exception as exc:  # unreachable server, missing redis-py: the reason to report
         return f"no Redis at {REDIS_URL}: {type(exc).__name__}: {exc}"
     return None
+
+
+def postgres_problem() -> str | None:
+    """None when the PostgreSQL backends can be used, else why not."""
+    try:
+        import asyncpg
+
+        from webhooks import PostgresInbox  # noqa: F401 - importability
+    except Exception as exc:  # any failure to import is the reason to report
+        return f"the PostgreSQL backends do not import: {type(exc).__name__}: {exc}"
+
+    async def ping() -> None:
+        conn = await asyncpg.connect(POSTGRES_DSN, timeout=2)
+        await conn.close()
+
+    try:
+        asyncio.run(ping())
+    except Exception as exc:  # unreachable server: the reason to report
+        return f"no PostgreSQL at {POSTGRES_DSN}: {type(exc).__name__}: {exc}"
+    return None
+
+
+def new_schema(what: str) -> str:
+    """A schema name of the benchmarks' own (dropped by drop_schema)."""
+    return f"asyncsdk_bench_{what}_{uuid.uuid4().hex[:12]}"
+
+
+def drop_schema(schema: str) -> None:
+    """Drop a schema made by new_schema, and everything in it."""
+
+    async def drop() -> None:
+        import asyncpg
+
+        conn = await asyncpg.connect(POSTGRES_DSN, timeout=5)
+        try:
+            await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        finally:
+            await conn.close()
+
+    with contextlib.suppress(Exception):
+        asyncio.run(drop())
 
 
 def new_prefix(what: str) -> str:

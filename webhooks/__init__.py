@@ -5,9 +5,12 @@ an :class:`Inbox` (atomic dedup on (event, process_id, status)) before answering
 handlers from the inbox in a worker pool with retries and dead letters.
 """
 
+from webhooks._admin import InboxStats, InspectableInbox
+from webhooks._backends import Backend, PostgresBackend, RedisBackend
 from webhooks._contract import (
     AtomicInbox,
     Delivery,
+    DeliveryInfo,
     Ignored,
     Inbox,
     InboxEntry,
@@ -26,7 +29,7 @@ from webhooks._fetchback import KnownProcessFilter
 from webhooks._intake import RedactingAccessLogger
 from webhooks._metrics import LatencyHistogram, Metrics
 from webhooks._parse import parse_delivery
-from webhooks._postgres import PostgresInbox, PostgresRegistry, PostgresWrites
+from webhooks._postgres import PostgresRegistry, PostgresWrites
 from webhooks._receiver import RECEIVER_KEY, WebhookReceiver
 from webhooks._redis import RedisRegistry
 from webhooks._redis._writes import RedisWrites
@@ -38,6 +41,7 @@ from webhooks._registry import (
 )
 from webhooks._verify import NoVerification, StandardWebhooksVerifier, TokenVerifier
 from webhooks.inboxes.memory import MemoryInbox
+from webhooks.inboxes.postgres import PostgresInbox
 from webhooks.inboxes.redis import RedisInbox
 from webhooks.inboxes.sqlite import SQLiteInbox
 
@@ -45,24 +49,30 @@ __all__ = [
     "RECEIVER_KEY",
     "AtomicHandler",
     "AtomicInbox",
+    "Backend",
     "Delivery",
+    "DeliveryInfo",
     "Handler",
     "Ignored",
     "Inbox",
     "InboxEntry",
     "InboxError",
+    "InboxStats",
     "InboxUnavailableError",
+    "InspectableInbox",
     "KnownProcessFilter",
     "LatencyHistogram",
     "MemoryInbox",
     "Metrics",
     "NoVerification",
     "Parsed",
+    "PostgresBackend",
     "PostgresInbox",
     "PostgresRegistry",
     "PostgresWrites",
     "ProcessClient",
     "RedactingAccessLogger",
+    "RedisBackend",
     "RedisInbox",
     "RedisRegistry",
     "RedisWrites",

@@ -66,8 +66,12 @@ An inbox holds accepted ``process.completed`` events until a worker has finished
     Raises :class:`UnknownEntryError` if ``entry_id`` is not a dead letter.
 
 ``pending_count()``
-    Entries neither acked nor dead-lettered (due, delayed or in progress).  Used for backpressure;
-    it may be slightly stale.
+    Entries neither acked nor dead-lettered (due, delayed or in progress), in the *whole* inbox:
+    every process's entries, whoever stored or holds them.  It is the receiver's backpressure:
+    each receiver reads it at most every 0.1 s while under its ``queue_limit`` and again before
+    answering ``503 queue_full`` (one read at a time), so it must be one cheap step (a counter,
+    or a count over an index of the unfinished entries; never a scan of finished ones).  It may
+    trail writes under way by the time of a round trip.
 
 ``check()``
     Cheap round trip to the backing store; raises :class:`InboxUnavailableError` if it is down.
@@ -119,6 +123,7 @@ __all__ = [
     "DEFAULT_DEDUP_RETENTION",
     "AtomicInbox",
     "Delivery",
+    "DeliveryInfo",
     "Ignored",
     "Inbox",
     "InboxEntry",
@@ -172,6 +177,22 @@ class InboxEntry:
     """Unix time of the ``put``."""
 
 
+@attrs.frozen(kw_only=True)
+class DeliveryInfo:
+    """What a handler learns of the hand-out it runs in, when it asks for it (a required
+    parameter after the event, or after ``writes`` for ``atomic=True`` handlers)."""
+
+    entry_id: str
+    """The inbox entry, as :meth:`Inbox.dead_letters` and :meth:`Inbox.replay` name it."""
+    attempt: int
+    """1 on the first hand-out, then one more at each: after a handler failed, after a node
+    died holding the entry, after a claim lapsed.  Back to 1 after a replay."""
+    received_at: float
+    """Unix time at which the delivery was stored."""
+    last_error: str | None = None
+    """Why the previous attempt failed, if one did."""
+
+
 @runtime_checkable
 class Inbox(Protocol):
     """The durable inbox; the module docstring states the contract every backend keeps."""
@@ -222,7 +243,8 @@ class Inbox(Protocol):
         ...
 
     async def pending_count(self) -> int:
-        """Entries neither acked nor dead-lettered."""
+        """Entries neither acked nor dead-lettered, in the whole shared inbox; cheap (read for
+        backpressure several times a second)."""
         ...
 
     async def check(self) -> None:

@@ -19,7 +19,14 @@ from typing import Any, Final
 import attrs
 
 from asyncsdk import ConfigurationError, NotFoundError, ProcessCompleted
-from webhooks._contract import AtomicInbox, Inbox, InboxEntry, ProcessClient, ResultSink
+from webhooks._contract import (
+    AtomicInbox,
+    DeliveryInfo,
+    Inbox,
+    InboxEntry,
+    ProcessClient,
+    ResultSink,
+)
 from webhooks._fetchback import (
     Confirmed,
     Forged,
@@ -48,12 +55,15 @@ class HandlerSpec:
     """A registered handler and the events it wants (``None`` means any).
 
     ``atomic``: ``func`` is an :data:`AtomicHandler` whose writes commit with the ack.
+    ``with_info``: ``func`` takes a :class:`~webhooks.DeliveryInfo` last (read from its signature
+    at registration).
     """
 
-    func: Handler | AtomicHandler
+    func: Callable[..., Awaitable[None]]
     statuses: frozenset[str] | None = None
     tools: frozenset[str] | None = None
     atomic: bool = False
+    with_info: bool = False
 
     @property
     def name(self) -> str:
@@ -89,6 +99,15 @@ def names(value: str | Iterable[str] | None, what: str) -> frozenset[str] | None
     if not names or not all(isinstance(n, str) and n for n in names):
         raise ConfigurationError(f"{what} must be a non-empty string or a list of them")
     return names
+
+
+def _info(entry: InboxEntry) -> DeliveryInfo:
+    return DeliveryInfo(
+        entry_id=entry.id,
+        attempt=entry.attempts,
+        received_at=entry.received_at,
+        last_error=entry.last_error,
+    )
 
 
 def _matching(
@@ -149,12 +168,14 @@ class Dispatcher:
                 continue
             try:
                 async with asyncio.timeout(self.handler_timeout):
+                    args: tuple[Any, ...] = (event,)
                     if spec.atomic:
                         # A fresh buffer per handler: a handler that fails leaves nothing queued.
                         buffer = self._atomic_inbox().new_writes()
-                        await spec.func(event, buffer)  # type: ignore[call-arg]
-                    else:
-                        await spec.func(event)  # type: ignore[call-arg]
+                        args = (event, buffer)
+                    if spec.with_info:
+                        args = (*args, _info(entry))
+                    await spec.func(*args)
             except TimeoutError:
                 errors.append(f"{spec.name}: timed out after {self.handler_timeout} s")
             except Exception as exc:

@@ -25,6 +25,7 @@ from aiohttp.web_log import AccessLogger
 from multidict import CIMultiDictProxy
 
 from asyncsdk import ProcessCompleted
+from webhooks._backpressure import SharedDepth
 from webhooks._contract import Delivery, Ignored, Inbox, Parsed, Rejection, Verifier
 from webhooks._fetchback import unconfirmed
 from webhooks._metrics import Metrics
@@ -116,8 +117,9 @@ class _Deadlines:
 
 @attrs.define(kw_only=True, eq=False)
 class Intake:
-    """The request path of one receiver.  ``is_running``, ``backlog`` and ``stored`` are the
-    receiver's: whether it accepts deliveries, how many entries wait, and "one more was stored"."""
+    """The request path of one receiver.  ``is_running``, ``depth`` and ``stored`` are the
+    receiver's: whether it accepts deliveries, the shared inbox's depth, and "one more was
+    stored"."""
 
     inbox: Inbox
     verifier: Verifier
@@ -129,7 +131,7 @@ class Intake:
     queue_limit: int
     retry_after: int
     is_running: Callable[[], bool]
-    backlog: Callable[[], int]
+    depth: SharedDepth
     stored: Callable[[], None]
     fetch_back: bool = False
     """Store deliveries in their unconfirmed form, for the workers to check with the API."""
@@ -267,7 +269,7 @@ class Intake:
                 self.metrics.ignored["unknown_process"] += 1
                 return self._ok("ignored", started)
 
-        if self.backlog() >= self.queue_limit:
+        if await self.depth.over(self.queue_limit):
             return self._unavailable("queue_full", "too many events waiting; retry later")
         return await self._store(event, body, started)
 

@@ -18,38 +18,41 @@ letters).
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from types import MappingProxyType
-from typing import Any, Final, Literal, TypeVar, overload
+from typing import Any, Final, TypeVar
 
 from aiohttp import web
 
 from asyncsdk import ConfigurationError
+from webhooks._backends import Backend, PostgresBackend, RedisBackend
+from webhooks._backpressure import SharedDepth
 from webhooks._contract import (
-    AtomicInbox,
+    DEFAULT_CLAIM_TIMEOUT,
     Inbox,
     InboxEntry,
     ProcessClient,
-    RegistrySink,
     ResultSink,
     Verifier,
 )
-from webhooks._dispatch import AtomicHandler, Handler, HandlerSpec, RetryPolicy, names
+from webhooks._dispatch import HandlerSpec, RetryPolicy, names
+from webhooks._handlers import handler_spec
 from webhooks._intake import INTAKE_KEY, Intake, ProcessFilter
+from webhooks._lifecycle import Lifecycle
 from webhooks._metrics import Metrics
 from webhooks._options import check_receiver_options
 from webhooks._pool import WorkerPool
+from webhooks._postgres import DEFAULT_SCHEMA
+from webhooks._redis._connect import DEFAULT_PREFIX, DEFAULT_REDIS_URL
 from webhooks._verify import TOKEN_PARAM
 
 __all__ = ["RECEIVER_KEY", "WebhookReceiver"]
 
 logger = logging.getLogger("webhooks")
 
-H = TypeVar("H", bound=Handler)
-A = TypeVar("A", bound=AtomicHandler)
+H = TypeVar("H", bound=Callable[..., Awaitable[None]])
 
 
 class WebhookReceiver:
@@ -69,7 +72,8 @@ class WebhookReceiver:
     an async predicate (e.g. :class:`~webhooks.KnownProcessFilter`) dropping unknown process ids.
 
     Limits: ``max_body`` bytes per request (413 past it), ``read_timeout`` for the body (408),
-    ``put_timeout`` for the store (503), ``queue_limit`` unfinished events before answering 503,
+    ``put_timeout`` for the store (503), ``queue_limit`` unfinished events in the shared inbox
+    (every process's, as :meth:`~webhooks.Inbox.pending_count` counts them) before answering 503,
     ``workers`` concurrent entries, ``handler_timeout`` per handler, ``max_attempts`` hand-outs
     before dead letter, ``drain_timeout`` at shutdown.  ``retry_after`` is the ``Retry-After`` of
     503 answers.  ``close_inbox``: close the inbox when the receiver stops.
@@ -159,7 +163,15 @@ class WebhookReceiver:
         )
         self._app: web.Application | None = None
         self._mounted = False
-        self._state = "new"  # new -> running -> stopping -> stopped
+        self._depth = SharedDepth(inbox=inbox, timeout=self.put_timeout)
+        self._life = Lifecycle(
+            inbox=inbox,
+            registry=registry,
+            pool=self._pool,
+            depth=self._depth,
+            drain_timeout=self.drain_timeout,
+            close_inbox=close_inbox,
+        )
         self._intake = Intake(
             inbox=inbox,
             verifier=verifier,
@@ -170,35 +182,72 @@ class WebhookReceiver:
             put_timeout=self.put_timeout,
             queue_limit=queue_limit,
             retry_after=retry_after,
-            is_running=lambda: self._state == "running",
-            backlog=lambda: self._pool.backlog,
-            stored=self._pool.stored,
+            is_running=lambda: self._life.state == "running",
+            depth=self._depth,
+            stored=self._stored,
             fetch_back=client is not None,
         )
-        self._stop_task: asyncio.Task[None] | None = None
+
+    # -- one-call setup -----------------------------------------------------------------------
+
+    @classmethod
+    def from_backend(
+        cls,
+        backend: Backend,
+        *,
+        verifier: Verifier,
+        handler: Callable[..., Awaitable[None]] | None = None,
+        **options: Any,
+    ) -> WebhookReceiver:
+        """A receiver on ``backend``'s inbox and registry, which it owns: they close when it
+        stops.  ``handler`` (optional) is registered for every event; ``options`` are the
+        constructor's."""
+        receiver = cls(inbox=backend.inbox, registry=backend.registry, verifier=verifier, **options)
+        receiver._life.backend = backend
+        if handler is not None:
+            receiver.add_handler(handler)
+        return receiver
+
+    @classmethod
+    def from_redis(
+        cls,
+        url: str = DEFAULT_REDIS_URL,
+        *,
+        verifier: Verifier,
+        handler: Callable[..., Awaitable[None]] | None = None,
+        prefix: str = DEFAULT_PREFIX,
+        claim_timeout: float = DEFAULT_CLAIM_TIMEOUT,
+        **options: Any,
+    ) -> WebhookReceiver:
+        """One node of a group sharing Redis at ``url`` under ``prefix``: a
+        :class:`~webhooks.RedisBackend`'s inbox and registry (``receiver.registry``, to wait on),
+        closed when the receiver stops."""
+        backend = RedisBackend(url, prefix=prefix, claim_timeout=claim_timeout)
+        return cls.from_backend(backend, verifier=verifier, handler=handler, **options)
+
+    @classmethod
+    def from_postgres(
+        cls,
+        dsn: str,
+        *,
+        verifier: Verifier,
+        handler: Callable[..., Awaitable[None]] | None = None,
+        schema: str = DEFAULT_SCHEMA,
+        claim_timeout: float = DEFAULT_CLAIM_TIMEOUT,
+        **options: Any,
+    ) -> WebhookReceiver:
+        """One node of a group sharing the PostgreSQL ``schema`` at ``dsn``: a
+        :class:`~webhooks.PostgresBackend`'s inbox and registry (``receiver.registry``, to wait
+        on), closed when the receiver stops."""
+        backend = PostgresBackend(dsn, schema=schema, claim_timeout=claim_timeout)
+        return cls.from_backend(backend, verifier=verifier, handler=handler, **options)
 
     def __repr__(self) -> str:
-        return f"<WebhookReceiver {self._state} inbox={self.inbox!r} verifier={self.verifier!r}>"
+        return (
+            f"<WebhookReceiver {self._life.state} inbox={self.inbox!r} verifier={self.verifier!r}>"
+        )
 
     # -- handlers -------------------------------------------------------------------------
-
-    @overload
-    def on_completed(
-        self,
-        *,
-        status: str | Iterable[str] | None = None,
-        tool: str | Iterable[str] | None = None,
-        atomic: Literal[False] = False,
-    ) -> Callable[[H], H]: ...
-
-    @overload
-    def on_completed(
-        self,
-        *,
-        status: str | Iterable[str] | None = None,
-        tool: str | Iterable[str] | None = None,
-        atomic: Literal[True],
-    ) -> Callable[[A], A]: ...
 
     def on_completed(
         self,
@@ -206,7 +255,7 @@ class WebhookReceiver:
         status: str | Iterable[str] | None = None,
         tool: str | Iterable[str] | None = None,
         atomic: bool = False,
-    ) -> Callable[[Any], Any]:
+    ) -> Callable[[H], H]:
         """Register an ``async def handler(event: ProcessCompleted)`` for matching events.
 
         ``status`` / ``tool`` restrict it to those values (a string or several); by default it
@@ -217,11 +266,16 @@ class WebhookReceiver:
         a :class:`~webhooks.PostgresWrites` with :class:`~webhooks.PostgresInbox`) instead of
         writing; the inbox applies them together with the ack, so they happen once per event
         even if the process dies between the handler and the ack.
+
+        A handler that takes one more required parameter, ``async def handler(event, info)``
+        (``(event, writes, info)`` with ``atomic=True``), gets a :class:`~webhooks.DeliveryInfo`
+        there: ``info.attempt`` is 1 on the first hand-out.  The form is read from the signature
+        here, once.
         """
         statuses = names(status, "status")
         tools = names(tool, "tool")
 
-        def register(func: Any) -> Any:
+        def register(func: H) -> H:
             self.add_handler(func, statuses=statuses, tools=tools, atomic=atomic)
             return func
 
@@ -229,22 +283,15 @@ class WebhookReceiver:
 
     def add_handler(
         self,
-        func: Handler | AtomicHandler,
+        func: Callable[..., Awaitable[None]],
         *,
         statuses: frozenset[str] | None = None,
         tools: frozenset[str] | None = None,
         atomic: bool = False,
     ) -> None:
-        if not callable(func):
-            raise ConfigurationError("a handler must be an async function taking the event")
-        if atomic and not isinstance(self.inbox, AtomicInbox):
-            raise ConfigurationError(
-                f"atomic=True handlers need an inbox that applies writes with the ack, and"
-                f" {type(self.inbox).__name__} does not: use RedisInbox or PostgresInbox, or"
-                " register the handler without atomic=True and make its writes idempotent (key"
-                " them on event.dedup_key)"
-            )
-        self.handlers.append(HandlerSpec(func, statuses, tools, atomic=bool(atomic)))
+        self.handlers.append(
+            handler_spec(func, inbox=self.inbox, statuses=statuses, tools=tools, atomic=atomic)
+        )
 
     # -- aiohttp integration ------------------------------------------------------------------
 
@@ -298,47 +345,29 @@ class WebhookReceiver:
         await self.stop()
 
     async def _on_shutdown(self, _app: web.Application) -> None:
-        # The host stopped listening; requests still arriving on open connections get 503.
-        if self._state == "running":
-            self._state = "stopping"
+        self._life.shutdown_began()
 
     async def start(self) -> None:
         """Start the workers and accept deliveries (called by the host app's startup)."""
-        if self._state != "new":
-            raise ConfigurationError(f"a receiver starts once; this one is {self._state}")
-        try:
-            await self.inbox.check()
-        except Exception as exc:
-            logger.warning("the webhook inbox is unavailable at start (%s); answering 503", exc)
-        await self._pool.start()
-        self._state = "running"
-        if isinstance(self.registry, RegistrySink):
-            self.registry.set_healthy(True)
+        await self._life.start()
 
     async def stop(self) -> None:
-        """Refuse new deliveries, drain running work within ``drain_timeout``, keep the rest.
+        """Refuse new deliveries (503 with ``Retry-After``), let running work finish within
+        ``drain_timeout``, hand back the rest, close what the receiver owns.
 
         Safe to call more than once and concurrently (the host app's cleanup calls it too).
         """
-        if self._state == "new":
-            self._state = "stopped"
-            return
-        if self._stop_task is None:
-            self._stop_task = asyncio.create_task(self._stop(), name="webhooks-stop")
-        await asyncio.shield(self._stop_task)
+        await self._life.stop()
 
-    async def _stop(self) -> None:
-        self._state = "stopping"
-        if isinstance(self.registry, RegistrySink):
-            self.registry.set_healthy(False)
-        await self._pool.stop(self.drain_timeout)
-        self._state = "stopped"
-        if self.close_inbox:
-            await self.inbox.close()
+    async def drained(self) -> None:
+        """Return once the receiver has stopped (the host app's shutdown, or :meth:`stop`):
+        deliveries answered ``503`` with ``Retry-After`` since the shutdown began, every entry it
+        held finished or handed back to the inbox for another node, its stores closed."""
+        await self._life.drained()
 
     @property
     def running(self) -> bool:
-        return self._state == "running"
+        return self._life.state == "running"
 
     # -- dead letters -------------------------------------------------------------------
 
@@ -350,13 +379,18 @@ class WebhookReceiver:
         """Put a dead letter back in line with a fresh attempt budget."""
         await self.inbox.replay(entry_id)
         self.metrics.replayed += 1
+        self._stored()
+
+    def _stored(self) -> None:
+        self._depth.stored()
         self._pool.stored()
 
     async def _metrics_view(self, _request: web.Request) -> web.Response:
         snapshot = self.metrics.snapshot()
         snapshot["backlog"] = self._pool.backlog
+        snapshot["depth"] = self._depth.estimate
         snapshot["in_flight"] = self._pool.in_flight
-        snapshot["state"] = self._state
+        snapshot["state"] = self._life.state
         return web.json_response(snapshot)
 
 

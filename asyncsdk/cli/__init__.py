@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
-from asyncsdk.cli import catalogue, demo, process, serve
+from asyncsdk.cli import catalogue, demo, inbox, process, serve
 from asyncsdk.cli._common import EXIT_INTERRUPTED, exit_code_for
 
 __all__ = ["build_parser", "main"]
@@ -54,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     process.add_parser(subparsers)
     catalogue.add_parsers(subparsers)
     serve.add_parsers(subparsers)
+    inbox.add_parser(subparsers)
     for sub in subparsers.choices.values():
         sub.epilog = sub.epilog or EPILOG
         sub.formatter_class = argparse.RawDescriptionHelpFormatter

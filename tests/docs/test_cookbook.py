@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import asyncpg
 import pytest
 import redis.asyncio
 from aiohttp import web
@@ -24,7 +25,7 @@ from PIL import Image, ImageDraw, ImageStat
 import asyncsdk
 from asyncsdk import ProcessStatus, ToolSlug, check_mask, samples
 from asyncsdk.sandbox import Sandbox
-from webhooks import Registry
+from webhooks import RECEIVER_KEY, Registry
 
 COOKBOOK = ROOT / "docs" / "cookbook.md"
 TOKEN = "cookbook-" + "t0k3n" * 6
@@ -37,6 +38,7 @@ RECIPES = {
     "mount-receiver",
     "webhook-or-poll",
     "redis-receivers",
+    "postgres-receivers",
     "sandbox-fixture",
     "chaos",
     "masks",
@@ -193,6 +195,52 @@ async def test_three_receivers_on_redis_handle_each_event_once(
     assert {key.decode(): value.decode() for key, value in statuses.items()} == dict.fromkeys(
         ids, "done"
     )
+    # A waiter on any instance gets the event, whichever instance stored it.
+    for registry in registries:
+        event = await registry.wait(processes[0].id, timeout=5)
+        assert event.status == "done"
+    assert sandbox.stats.requests["GET /v3/process/{id}"] == 0
+
+
+@pytest.mark.postgres
+async def test_three_receivers_on_postgres_record_each_event_once(
+    sandbox: Sandbox,
+    postgres_dsn: str,
+    postgres_schema: str,
+    served: Callable[[web.Application], Any],
+) -> None:
+    recipe = run_block(COOKBOOK, "postgres-receivers")
+    apps = [recipe["make_app"](TOKEN, postgres_dsn, postgres_schema) for _ in range(3)]
+    for app in apps:
+        server = await served(app)
+        # Every event goes to all three, as a load balancer retrying on each of them would.
+        sandbox.register_webhook(str(server.make_url(f"/hooks/{TOKEN}")))
+    registries = [app[RECEIVER_KEY].registry for app in apps]
+    # Each registry listens once its node has started; until then a waiter would poll.
+    await until(lambda: all(registry.healthy for registry in registries))
+    async with sandbox.client() as client:
+        processes = await asyncio.gather(
+            *(client.run(STAGING, BEDROOM, widgets=WIDGETS, registry=r) for r in registries)
+        )
+    ids = {process.id for process in processes}
+    assert len(ids) == 3
+    conn = await asyncpg.connect(postgres_dsn)
+    try:
+        select = f'SELECT process_id, status, attempt FROM "{postgres_schema}".photo_results'
+
+        async def rows() -> list[asyncpg.Record]:
+            return list(await conn.fetch(select))
+
+        async with asyncio.timeout(15):
+            while len(await rows()) < 3:  # noqa: ASYNC110 - the state lives in PostgreSQL
+                await asyncio.sleep(0.05)
+        await sandbox.wait_idle()
+        await asyncio.sleep(0.3)  # time for a wrongly repeated write to show
+        assert {
+            r["process_id"]: (r["status"], r["attempt"]) for r in await rows()
+        } == dict.fromkeys(ids, ("done", 1))
+    finally:
+        await conn.close()
     # A waiter on any instance gets the event, whichever instance stored it.
     for registry in registries:
         event = await registry.wait(processes[0].id, timeout=5)

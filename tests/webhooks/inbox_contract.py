@@ -19,7 +19,13 @@ import pytest
 from whtools import eventually
 
 from asyncsdk import ProcessCompleted, ResultAsset
-from webhooks import Inbox, InboxEntry, InboxUnavailableError, UnknownEntryError
+from webhooks import (
+    Inbox,
+    InboxEntry,
+    InboxUnavailableError,
+    InspectableInbox,
+    UnknownEntryError,
+)
 
 CLAIM_TIMEOUT: Final = 0.3
 
@@ -177,6 +183,38 @@ class InboxContract:
             await inbox.replay(entry.id)
         with pytest.raises(UnknownEntryError):
             await inbox.replay("999999")
+
+    async def test_stats_count_depth_age_and_dead_letters(self, inbox: Inbox) -> None:
+        assert isinstance(inbox, InspectableInbox)
+        empty = await inbox.stats()
+        assert (empty.depth, empty.oldest_age, empty.dead) == (0, None, 0)
+        await inbox.put(event("p-1"), b"one")
+        await asyncio.sleep(0.05)
+        await inbox.put(event("p-2"), b"two")
+        await inbox.put(event("p-3"), b"three")
+        first, *_ = await inbox.claim_batch("c1", 1)
+        await inbox.dead_letter(first.id, "gave up")
+        stats = await inbox.stats()
+        assert (stats.depth, stats.dead) == (2, 1)
+        # The oldest unfinished entry is p-2, stored after the dead one.
+        assert stats.oldest_age is not None
+        assert 0.0 <= stats.oldest_age < 0.05 + 5.0
+
+    async def test_purge_drops_a_dead_letter_and_keeps_its_key(self, inbox: Inbox) -> None:
+        assert isinstance(inbox, InspectableInbox)
+        await inbox.put(event("p-1"), b"one")
+        (entry,) = await inbox.claim_batch("c1", 10)
+        with pytest.raises(UnknownEntryError):
+            await inbox.purge(entry.id)  # not a dead letter
+        await inbox.dead_letter(entry.id, "gave up")
+        await inbox.purge(entry.id)
+        assert await inbox.dead_letters() == []
+        assert (await inbox.stats()).dead == 0
+        assert await inbox.put(event("p-1"), b"again") is False  # still a duplicate
+        with pytest.raises(UnknownEntryError):
+            await inbox.replay(entry.id)
+        with pytest.raises(UnknownEntryError):
+            await inbox.purge(entry.id)
 
     async def test_unknown_ids_are_ignored(self, inbox: Inbox) -> None:
         await inbox.ack("424242")

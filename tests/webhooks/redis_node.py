@@ -7,10 +7,12 @@ process id in the Redis hash ``<prefix>test:runs``; with ``stall`` its handlers 
 the entries it claims stay claimed until the process dies.  With ``atomic`` the handler is an
 ``atomic=True`` one instead: it counts its runs in ``<prefix>test:runs`` directly and queues
 ``HINCRBY <prefix>test:effects <pid> 1`` on its writes; with ``atomic-die`` it then kills its own
-process with SIGKILL, after the handler and before the ack.  Prints ``{"ready": NAME, "port": N}``
-once serving; stops on SIGTERM.
+process with SIGKILL, after the handler and before the ack.  With ``burst`` the receiver's
+``queue_limit`` is 200 and each handler takes 50 ms; with ``slow`` each takes 200 ms.  Every run
+of the plain handler is also counted per node in ``<prefix>test:nodes``.  Prints
+``{"ready": NAME, "port": N}`` once serving; stops on SIGTERM.
 
-    python redis_node.py REDIS_URL PREFIX TOKEN NAME [stall|atomic|atomic-die]
+    python redis_node.py REDIS_URL PREFIX TOKEN NAME [stall|atomic|atomic-die|burst|slow]
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ from webhooks import (
 
 CLAIM_TIMEOUT = 1.0
 WORKERS = 4
+BURST_LIMIT = 200
+HANDLER_SECONDS = {"burst": 0.05, "slow": 0.2}
 
 
 async def main(url: str, prefix: str, token: str, name: str, mode: str = "") -> None:
@@ -51,6 +55,7 @@ async def main(url: str, prefix: str, token: str, name: str, mode: str = "") -> 
         workers=WORKERS,
         poll_interval=0.05,
         consumer=f"node-{name}",
+        queue_limit=BURST_LIMIT if mode == "burst" else 10_000,
     )
 
     never = asyncio.Event()
@@ -58,8 +63,9 @@ async def main(url: str, prefix: str, token: str, name: str, mode: str = "") -> 
     async def record(event: ProcessCompleted) -> None:
         if mode == "stall":
             await never.wait()
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(HANDLER_SECONDS.get(mode, 0.01))
         await recorder.hincrby(f"{prefix}test:runs", event.process_id, 1)
+        await recorder.hincrby(f"{prefix}test:nodes", name, 1)
 
     async def record_atomic(event: ProcessCompleted, writes: RedisWrites) -> None:
         await recorder.hincrby(f"{prefix}test:runs", event.process_id, 1)

@@ -123,6 +123,18 @@ class InboxSQL:
             f" finished_at = NULL WHERE id = $1 AND state = '{DEAD}' RETURNING id"
         )
         self.pending_count = f"SELECT count(*) FROM {t} WHERE state = '{PENDING}'"
+        self.stats = (
+            f"SELECT count(*) FILTER (WHERE state = '{PENDING}'),"
+            " extract(epoch FROM clock_timestamp() - min(received_at)"
+            f" FILTER (WHERE state = '{PENDING}'))::float8,"
+            f" count(*) FILTER (WHERE state = '{DEAD}')"
+            f" FROM {t} WHERE state IN ('{PENDING}', '{DEAD}')"
+        )
+        self.purge_dead = (
+            f"UPDATE {t} SET state = '{DONE}', finished_at = clock_timestamp(),"
+            " event = ''::bytea, raw = ''::bytea"
+            f" WHERE id = $1 AND state = '{DEAD}' RETURNING id"
+        )
         self.check = f"SELECT 1 FROM {t} LIMIT 1"
         self.purge = (
             f"DELETE FROM {t} WHERE state = '{DONE}'"

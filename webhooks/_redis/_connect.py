@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Final
 
+import attrs
 import yarl
 
 from asyncsdk import ConfigurationError
@@ -21,11 +23,14 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_PREFIX",
     "DEFAULT_REDIS_URL",
+    "check_consumer",
     "check_prefix",
     "connect",
+    "positive_seconds",
     "require_redis",
     "translate_errors",
     "where",
+    "whole_seconds",
 ]
 
 DEFAULT_REDIS_URL: Final = "redis://127.0.0.1:6379/0"
@@ -103,3 +108,24 @@ def translate_errors(
         raise unavailable(f"{what}: Redis at {where(client)} cannot be reached ({exc})") from exc
     except redis.exceptions.RedisError as exc:
         raise other(f"{what}: Redis at {where(client)} answered with an error ({exc})") from exc
+
+
+def positive_seconds(_: object, attribute: attrs.Attribute[float], value: float) -> None:
+    """An attrs validator: a finite number of seconds, more than 0."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigurationError(
+            f"{attribute.name} must be a finite number of seconds, not {value!r}"
+        )
+    if value <= 0:
+        raise ConfigurationError(f"{attribute.name} must be more than 0 seconds, not {value!r}")
+
+
+def whole_seconds(seconds: float) -> int:
+    """Seconds as Redis' EXPIRE takes them: a whole number, at least 1."""
+    return max(1, math.ceil(seconds))
+
+
+def check_consumer(consumer: object) -> str:
+    if not isinstance(consumer, str) or not consumer:
+        raise ConfigurationError(f"consumer must be a non-empty str, not {consumer!r}")
+    return consumer

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from asyncsdk import ProcessCompleted
+from webhooks._admin import InboxStats
 from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
     DEFAULT_DEDUP_RETENTION,
@@ -64,6 +65,8 @@ class MemoryInbox:
         factory=collections.deque, init=False
     )
     _ids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
+    _dead: int = attrs.field(default=0, init=False)
+    """Records dead-lettered, so that the depth is a subtraction, not a count."""
     _closed: bool = attrs.field(default=False, init=False)
 
     def _open(self) -> None:
@@ -138,6 +141,8 @@ class MemoryInbox:
     def _finish(self, entry_id: str, expiry: float) -> None:
         record = self._records.pop(entry_id, None)
         if record is not None:
+            if record.state == _DEAD:
+                self._dead -= 1
             self._keys[record.key] = expiry
             self._expiries.append((expiry, record.key))
 
@@ -155,6 +160,8 @@ class MemoryInbox:
         record = self._records.get(entry_id)
         if record is None:
             return
+        if record.state != _DEAD:
+            self._dead += 1
         record.state = _DEAD
         record.claimed_by = None
         record.last_error = error
@@ -170,12 +177,29 @@ class MemoryInbox:
         if record is None or record.state != _DEAD:
             raise UnknownEntryError(f"no dead letter with id {entry_id!r}; list dead_letters()")
         record.state = _PENDING
+        self._dead -= 1
         record.attempts = 0
         record.due_at = self.clock()
 
+    async def purge(self, entry_id: str) -> None:
+        self._open()
+        record = self._records.get(entry_id)
+        if record is None or record.state != _DEAD:
+            raise UnknownEntryError(f"no dead letter with id {entry_id!r}; list dead_letters()")
+        self._finish(entry_id, self.clock() + self.dedup_retention)
+
+    async def stats(self) -> InboxStats:
+        self._open()
+        pending = [r.received_at for r in self._records.values() if r.state == _PENDING]
+        return InboxStats(
+            depth=len(pending),
+            oldest_age=self.clock() - min(pending) if pending else None,
+            dead=self._dead,
+        )
+
     async def pending_count(self) -> int:
         self._open()
-        return sum(1 for r in self._records.values() if r.state == _PENDING)
+        return len(self._records) - self._dead
 
     async def check(self) -> None:
         self._open()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import math
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from asyncsdk import ConfigurationError, ProcessCompleted
+from webhooks._admin import InboxStats
 from webhooks._codec import dedup_key_text, encode_event
 from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
@@ -28,13 +28,17 @@ from webhooks._contract import (
     UnknownEntryError,
 )
 from webhooks._redis import _scripts
+from webhooks._redis._admin_scripts import ADMIN_SCRIPTS
 from webhooks._redis._connect import (
     DEFAULT_PREFIX,
     DEFAULT_REDIS_URL,
+    check_consumer,
     check_prefix,
     connect,
+    positive_seconds,
     require_redis,
     translate_errors,
+    whole_seconds,
 )
 from webhooks._redis._writes import Arg, RedisWrites, encode_writes
 
@@ -49,19 +53,6 @@ _PRUNE_EVERY: Final = 60.0
 """Seconds between sweeps of consumers that hold nothing (crashed or renamed workers)."""
 _PRUNE_IDLE: Final = 3600.0
 """A consumer idle this long and holding nothing is dropped from the group."""
-
-
-def _positive_seconds(_: object, attribute: attrs.Attribute[float], value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigurationError(
-            f"{attribute.name} must be a finite number of seconds, not {value!r}"
-        )
-    if value <= 0:
-        raise ConfigurationError(f"{attribute.name} must be more than 0 seconds, not {value!r}")
-
-
-def _whole_seconds(seconds: float) -> int:
-    return max(1, math.ceil(seconds))
 
 
 # A script call waiting for the next pipeline: script name, keys, args, and the caller's answer.
@@ -87,11 +78,11 @@ class RedisInbox:
     url: str = DEFAULT_REDIS_URL
     prefix: str = attrs.field(default=DEFAULT_PREFIX, kw_only=True, converter=check_prefix)
     claim_timeout: float = attrs.field(
-        default=DEFAULT_CLAIM_TIMEOUT, kw_only=True, validator=_positive_seconds
+        default=DEFAULT_CLAIM_TIMEOUT, kw_only=True, validator=positive_seconds
     )
     """Seconds after which a claim that was not extended counts as abandoned."""
     retention: float = attrs.field(
-        default=DEFAULT_DEDUP_RETENTION, kw_only=True, validator=_positive_seconds
+        default=DEFAULT_DEDUP_RETENTION, kw_only=True, validator=positive_seconds
     )
     """Seconds a finished event's dedup key is kept; also the TTL of the inbox's other keys."""
     client: Redis | None = attrs.field(default=None, kw_only=True)
@@ -116,7 +107,7 @@ class RedisInbox:
                 )
             self._redis = self.client
         self._keys = _scripts.InboxKeys(self.prefix)
-        for name, script in _scripts.INBOX_SCRIPTS.items():
+        for name, script in {**_scripts.INBOX_SCRIPTS, **ADMIN_SCRIPTS}.items():
             self._scripts[name] = self._redis.register_script(script)
 
     # -- the Inbox contract -----------------------------------------------------------------
@@ -157,7 +148,7 @@ class RedisInbox:
 
     async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
         """Due retries and replays first, then abandoned claims, then new entries."""
-        consumer = _check_consumer(consumer)
+        consumer = check_consumer(consumer)
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise ConfigurationError(f"limit must be an int of 0 or more, not {limit!r}")
         if limit == 0:
@@ -177,7 +168,7 @@ class RedisInbox:
         return [_scripts.parse_entry(row) for row in rows]
 
     async def extend(self, consumer: str, entry_ids: Sequence[str]) -> None:
-        consumer = _check_consumer(consumer)
+        consumer = check_consumer(consumer)
         ids = [i for i in entry_ids if _scripts.is_entry_id(i)]
         if ids:
             await self._batched("EXTEND", self._keys.keys, [_scripts.GROUP, consumer, *ids])
@@ -202,7 +193,7 @@ class RedisInbox:
     async def ack_with(self, entry_id: str, consumer: str, writes: Sequence[RedisWrites]) -> bool:
         """Run the ``writes`` (in order) and ack the entry in one script, if ``consumer`` still
         holds it; ``False`` (and nothing written) if it does not."""
-        consumer = _check_consumer(consumer)
+        consumer = check_consumer(consumer)
         commands: list[tuple[Arg, ...]] = []
         for buffer in writes:
             if not isinstance(buffer, RedisWrites):
@@ -269,6 +260,21 @@ class RedisInbox:
                 " list them with dead_letters()"
             )
 
+    async def purge(self, entry_id: str) -> None:
+        args = [_scripts.GROUP, entry_id, self._keys.dedup_prefix, self._ttl]
+        if not _scripts.is_entry_id(entry_id) or not await self._run(
+            "PURGE", self._keys.keys, args
+        ):
+            raise UnknownEntryError(
+                f"no dead letter with id {entry_id!r} in the inbox under {self.prefix!r};"
+                " list them with dead_letters()"
+            )
+
+    async def stats(self) -> InboxStats:
+        depth, dead, age_ms = await self._run("STATS", self._keys.keys, [])
+        age = None if int(age_ms) < 0 else int(age_ms) / 1000
+        return InboxStats(depth=int(depth), oldest_age=age, dead=int(dead))
+
     async def pending_count(self) -> int:
         return int(await self._run("PENDING_COUNT", self._keys.keys, []))
 
@@ -291,7 +297,7 @@ class RedisInbox:
 
     @property
     def _ttl(self) -> int:
-        return _whole_seconds(self.retention)
+        return whole_seconds(self.retention)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -382,9 +388,3 @@ class RedisInbox:
         self._next_prune = now + _PRUNE_EVERY
         idle_ms = round(max(_PRUNE_IDLE, 10 * self.claim_timeout) * 1000)
         await self._run("PRUNE_CONSUMERS", self._keys.keys, [_scripts.GROUP, idle_ms])
-
-
-def _check_consumer(consumer: object) -> str:
-    if not isinstance(consumer, str) or not consumer:
-        raise ConfigurationError(f"consumer must be a non-empty str, not {consumer!r}")
-    return consumer

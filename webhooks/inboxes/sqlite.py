@@ -16,6 +16,7 @@ from operator import itemgetter
 from pathlib import Path
 
 from asyncsdk import ConfigurationError, ProcessCompleted
+from webhooks._admin import InboxStats
 from webhooks._codec import dedup_key_text, encode_event
 from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
@@ -203,6 +204,34 @@ class SQLiteInbox:
         if not entry_id.isdigit():
             raise UnknownEntryError(f"no dead letter with id {entry_id!r}; list dead_letters()")
         await self._db.submit(op, db.STATEMENT)
+
+    async def purge(self, entry_id: str) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            cur = conn.execute(
+                db.ACK_SQL + " AND state = ?",
+                (db.DONE, time.time(), int(entry_id), db.DONE, db.DEAD),
+            )
+            if cur.rowcount != 1:
+                raise UnknownEntryError(f"no dead letter with id {entry_id!r}; list dead_letters()")
+
+        if not entry_id.isdigit():
+            raise UnknownEntryError(f"no dead letter with id {entry_id!r}; list dead_letters()")
+        await self._db.submit(op, db.STATEMENT)
+
+    async def stats(self) -> InboxStats:
+        def op(conn: sqlite3.Connection) -> InboxStats:
+            depth, oldest = conn.execute(
+                "SELECT COUNT(*), MIN(received_at) FROM webhook_inbox WHERE state = ?",
+                (db.PENDING,),
+            ).fetchone()
+            (dead,) = conn.execute(
+                "SELECT COUNT(*) FROM webhook_inbox WHERE state = ?", (db.DEAD,)
+            ).fetchone()
+            age = None if oldest is None else max(0.0, time.time() - float(oldest))
+            return InboxStats(depth=int(depth), oldest_age=age, dead=int(dead))
+
+        stats: InboxStats = await self._db.submit(op, db.READ)
+        return stats
 
     async def pending_count(self) -> int:
         def op(conn: sqlite3.Connection) -> int:

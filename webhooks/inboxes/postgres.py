@@ -16,11 +16,12 @@ import asyncio
 import functools
 import math
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
 import attrs
 
 from asyncsdk import ConfigurationError
+from webhooks._admin import InboxStats
 from webhooks._codec import decode_event, dedup_key_text, encode_event
 from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
@@ -42,13 +43,14 @@ from webhooks._postgres._connect import (
     where,
 )
 from webhooks._postgres._puts import PutBatcher, Row
+from webhooks._postgres._writes import PostgresWrites, Step
 
 if TYPE_CHECKING:
     import asyncpg
 
     from asyncsdk import ProcessCompleted
 
-__all__ = ["PostgresInbox", "PostgresWrites"]
+__all__ = ["PostgresInbox"]
 
 _PURGE_EVERY: Final = 60.0
 """Seconds between deletions of finished rows past their retention."""
@@ -56,9 +58,6 @@ _MAX_DELAY: Final = 10 * 365 * 86400.0
 _MAX_ID_DIGITS: Final = 18
 """Longer digit strings cannot be a bigint id, so they are no entry of this inbox."""
 
-Step = Callable[[Any], Awaitable[object]]
-"""A write: called with the asyncpg connection, inside the transaction that acks the entry."""
-S = TypeVar("S", bound=Step)
 T = TypeVar("T")
 
 
@@ -69,58 +68,6 @@ def _positive_seconds(_: object, attribute: attrs.Attribute[float], value: float
         )
     if value <= 0:
         raise ConfigurationError(f"{attribute.name} must be more than 0 seconds, not {value!r}")
-
-
-@attrs.define(eq=False)
-class PostgresWrites:
-    """Writes an ``atomic=True`` handler queues; they run in the transaction that acks the entry.
-
-    ::
-
-        @receiver.on_completed(atomic=True)
-        async def record(event: ProcessCompleted, writes: PostgresWrites) -> None:
-            writes.execute(
-                "INSERT INTO photos (process_id, status) VALUES ($1, $2)",
-                event.process_id,
-                event.status,
-            )
-
-            @writes.run
-            async def count(conn: asyncpg.Connection) -> None:
-                await conn.execute("UPDATE totals SET done = done + 1 WHERE order_id = $1", ...)
-
-    ``execute`` queues one statement with its ``$n`` parameters; ``run`` queues an ``async``
-    function that gets the asyncpg connection inside that transaction, to read and write as it
-    needs (it must not commit, roll back or close it).  Both run in the order queued, in one
-    transaction with the ack, and only if this process still holds the entry: they commit once
-    per event, even when a process dies between the handler and the ack (the entry is handed out
-    again and its handlers run again, but the first run's writes never committed).  A write that
-    fails rolls the whole transaction back, ack included; the entry is handed out again once its
-    claim times out.
-    """
-
-    steps: list[Step] = attrs.field(factory=list, init=False)
-
-    def execute(self, query: str, *args: object) -> None:
-        """Queue one SQL statement, e.g. ``writes.execute("DELETE FROM t WHERE id = $1", 7)``."""
-        if not isinstance(query, str) or not query.strip():
-            raise ConfigurationError(f"a SQL statement must be a non-empty str, not {query!r}")
-
-        async def statement(conn: Any) -> object:
-            return await conn.execute(query, *args)
-
-        self.steps.append(statement)
-
-    def run(self, step: S) -> S:
-        """Queue ``async def step(conn)``, called inside the ack's transaction; returns ``step``
-        (so it serves as a decorator)."""
-        if not callable(step):
-            raise ConfigurationError(f"run takes an async function of the connection, not {step!r}")
-        self.steps.append(step)
-        return step
-
-    def __len__(self) -> int:
-        return len(self.steps)
 
 
 @attrs.define(eq=False, repr=False)
@@ -310,6 +257,26 @@ class PostgresInbox:
                 f"no dead letter with id {entry_id!r} in the inbox in schema {self.schema!r};"
                 " list them with dead_letters()"
             )
+
+    async def purge(self, entry_id: str) -> None:
+        ids = _ids((entry_id,))
+        if (
+            not ids
+            or await self._call(
+                "purge", lambda pool: pool.fetchval(self._statements.purge_dead, ids[0])
+            )
+            is None
+        ):
+            raise UnknownEntryError(
+                f"no dead letter with id {entry_id!r} in the inbox in schema {self.schema!r};"
+                " list them with dead_letters()"
+            )
+
+    async def stats(self) -> InboxStats:
+        row = await self._call("stats", lambda pool: pool.fetchrow(self._statements.stats))
+        depth, oldest_age, dead = row if row is not None else (0, None, 0)
+        age = None if oldest_age is None else max(0.0, float(oldest_age))
+        return InboxStats(depth=int(depth), oldest_age=age, dead=int(dead))
 
     async def pending_count(self) -> int:
         return int(

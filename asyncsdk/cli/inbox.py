@@ -1,0 +1,186 @@
+"""``asyncsdk inbox stats|dead|replay|purge``: a receiver inbox, as an operator sees it.
+
+The inbox is named by ``--redis URL`` (with ``--prefix``), ``--postgres DSN`` (with ``--schema``)
+or ``--sqlite PATH``; every receiver sharing it sees the same depth and dead letters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from asyncsdk.cli._common import EXIT_FAILED, EXIT_OK, UsageError, format_table
+from webhooks import (
+    InboxEntry,
+    InboxUnavailableError,
+    InspectableInbox,
+    PostgresInbox,
+    RedisInbox,
+    SQLiteInbox,
+    UnknownEntryError,
+)
+
+# The backends' own defaults, read from their public classes, for --help.
+DEFAULT_PREFIX = str(attrs.fields(RedisInbox).prefix.default)
+DEFAULT_SCHEMA = str(attrs.fields(PostgresInbox).schema.default)
+
+__all__ = ["add_parser"]
+
+DESCRIPTION = """\
+Look into a webhook receiver's inbox and deal with its dead letters (events whose handlers failed
+max_attempts times):
+
+  stats            unfinished events, the age of the oldest, dead letters
+  dead             list the dead letters, oldest first (their ids, events and last errors)
+  replay ID...     hand dead letters to the receivers again (attempts start over; no second
+                   dedup claim: the event is handled once more, once)
+  purge ID...      drop dead letters for good (the sender's retries stay duplicates)
+
+Name the inbox the receivers use: --redis URL [--prefix P], --postgres DSN [--schema S] or
+--sqlite PATH.
+"""
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    store = argparse.ArgumentParser(add_help=False)
+    where = store.add_argument_group("the inbox (one of)").add_mutually_exclusive_group(
+        required=True
+    )
+    where.add_argument("--redis", metavar="URL", help="a RedisInbox, e.g. redis://host:6379/0")
+    where.add_argument("--postgres", metavar="DSN", help="a PostgresInbox, e.g. postgresql://h/db")
+    where.add_argument("--sqlite", metavar="PATH", type=Path, help="a SQLiteInbox file")
+    store.add_argument(
+        "--prefix", default=DEFAULT_PREFIX, help=f"Redis key prefix (default {DEFAULT_PREFIX!r})"
+    )
+    store.add_argument(
+        "--schema", default=DEFAULT_SCHEMA, help=f"PostgreSQL schema (default {DEFAULT_SCHEMA!r})"
+    )
+
+    parser = subparsers.add_parser(
+        "inbox",
+        help="inspect a receiver inbox; replay or purge dead letters",
+        description=DESCRIPTION,
+    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    stats = actions.add_parser("stats", parents=[store], help="depth, oldest age, dead letters")
+    stats.add_argument("--json", action="store_true", help="one JSON object")
+    stats.set_defaults(handler=_stats)
+    dead = actions.add_parser("dead", parents=[store], help="list dead letters")
+    dead.add_argument("--limit", type=int, default=100, help="at most this many (default 100)")
+    dead.add_argument("--json", action="store_true", help="one JSON object per line")
+    dead.set_defaults(handler=_dead)
+    for name, what, handler in (
+        ("replay", "hand dead letters to the receivers again", _replay),
+        ("purge", "drop dead letters for good", _purge),
+    ):
+        action = actions.add_parser(name, parents=[store], help=what)
+        action.add_argument("ids", nargs="*", metavar="ID", help="dead letter ids (see: dead)")
+        action.add_argument("--all", action="store_true", help="every dead letter")
+        action.set_defaults(handler=handler)
+    for sub in actions.choices.values():
+        sub.formatter_class = argparse.RawDescriptionHelpFormatter
+
+
+def _open(args: argparse.Namespace) -> InspectableInbox:
+    if args.redis is not None:
+        return RedisInbox(args.redis, prefix=args.prefix)
+    if args.postgres is not None:
+        return PostgresInbox(args.postgres, schema=args.schema)
+    path: Path = args.sqlite
+    if not path.is_file():
+        raise UsageError(f"no inbox file at {path}; pass the --sqlite PATH the receiver uses")
+    return SQLiteInbox(path)
+
+
+async def _with_inbox(args: argparse.Namespace, action: Any) -> int:
+    inbox = _open(args)
+    try:
+        code: int = await action(inbox)
+    except InboxUnavailableError as exc:
+        raise ConnectionError(f"the inbox cannot be reached: {exc}") from exc
+    finally:
+        await inbox.close()
+    return code
+
+
+async def _stats(args: argparse.Namespace) -> int:
+    async def show(inbox: InspectableInbox) -> int:
+        stats = await inbox.stats()
+        if args.json:
+            print(json.dumps(attrs.asdict(stats)))
+        else:
+            age = "-" if stats.oldest_age is None else f"{stats.oldest_age:.1f} s"
+            print(f"unfinished  {stats.depth}\noldest      {age}\ndead        {stats.dead}")
+        return EXIT_OK
+
+    return await _with_inbox(args, show)
+
+
+def _row(entry: InboxEntry) -> dict[str, Any]:
+    received = datetime.datetime.fromtimestamp(entry.received_at, datetime.UTC)
+    return {
+        "id": entry.id,
+        "process_id": entry.event.process_id,
+        "status": entry.event.status,
+        "tool": entry.event.tool,
+        "attempts": entry.attempts,
+        "received_at": received.isoformat(timespec="seconds"),
+        "last_error": entry.last_error,
+    }
+
+
+async def _dead(args: argparse.Namespace) -> int:
+    if args.limit < 1:
+        raise UsageError(f"--limit must be 1 or more, not {args.limit}")
+
+    async def show(inbox: InspectableInbox) -> int:
+        rows = [_row(entry) for entry in await inbox.dead_letters(args.limit)]
+        if args.json:
+            for row in rows:
+                print(json.dumps(row))
+        elif rows:
+            headers = ("id", "process_id", "status", "attempts", "received_at", "last_error")
+            print(format_table(headers, ([row[h] or "" for h in headers] for row in rows)))
+        else:
+            print("no dead letters")
+        return EXIT_OK
+
+    return await _with_inbox(args, show)
+
+
+async def _each_dead(args: argparse.Namespace, verb: str, done: str, act: Any) -> int:
+    if bool(args.ids) == bool(args.all):
+        raise UsageError(
+            f"name the dead letters to {verb} (ids from 'asyncsdk inbox dead') or pass --all"
+        )
+
+    async def run(inbox: InspectableInbox) -> int:
+        ids = args.ids or [entry.id for entry in await inbox.dead_letters(1_000_000)]
+        missing = 0
+        for entry_id in ids:
+            try:
+                await act(inbox, entry_id)
+            except UnknownEntryError as exc:
+                missing += 1
+                sys.stderr.write(f"error: {exc}\n")
+            else:
+                print(f"{done} {entry_id}")
+        return EXIT_FAILED if missing else EXIT_OK
+
+    return await _with_inbox(args, run)
+
+
+async def _replay(args: argparse.Namespace) -> int:
+    return await _each_dead(
+        args, "replay", "replayed", lambda inbox, entry_id: inbox.replay(entry_id)
+    )
+
+
+async def _purge(args: argparse.Namespace) -> int:
+    return await _each_dead(args, "purge", "purged", lambda inbox, entry_id: inbox.purge(entry_id))

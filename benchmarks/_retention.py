@@ -1,0 +1,174 @@
+"""Part of section 3: what retained dedup keys cost each durable inbox, in ack time and in bytes.
+
+A finished event keeps its dedup key for the retention (7 days by default), so a busy receiver's
+store holds millions of them.  For SQLite, Redis and PostgreSQL: fill a fresh inbox with
+``plan.retained_keys`` finished events through the public API (put, claim, ack), measure what the
+store grew by per key, then serve it and measure the paced load's p99 ack beside the same load on
+an empty inbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from benchmarks import _plan as goals
+from benchmarks._env import POSTGRES_DSN, REDIS_URL, median
+from benchmarks._plan import Plan
+from benchmarks._receiver_bench import body_for
+from benchmarks._shared import (
+    Goal,
+    drop_prefix,
+    drop_schema,
+    fmt,
+    met_if_measured,
+    new_prefix,
+    new_schema,
+    table,
+)
+
+__all__ = ["retention"]
+
+STORES: Final = ("sqlite", "redis", "postgres")
+_CHUNK: Final = 2_000
+"""Events put (concurrently) then claimed and acked per step of the filling."""
+_SAMPLE: Final = 1_000
+"""Redis dedup keys whose MEMORY USAGE is averaged."""
+
+Measure = Callable[[str, tuple[str, str, Path] | None], dict[str, Any]]
+"""One paced load on a store, on a new inbox (``None``) or on the one at a place."""
+
+
+def _inbox(store: str, prefix: str, schema: str, folder: Path) -> Any:
+    from webhooks import PostgresInbox, RedisInbox, SQLiteInbox
+
+    if store == "sqlite":
+        return SQLiteInbox(folder / "inbox.db")
+    if store == "redis":
+        return RedisInbox(REDIS_URL, prefix=prefix)
+    return PostgresInbox(POSTGRES_DSN, schema=schema)
+
+
+async def _fill(inbox: Any, count: int) -> None:
+    """``count`` finished events, acked as the worker pool acks them."""
+    from asyncsdk import ProcessCompleted
+
+    run = uuid.uuid4().hex[:8]
+    made = 0
+    while made < count:
+        size = min(_CHUNK, count - made)
+        pids = [f"retained-{run}-{made + n}" for n in range(size)]
+        events = [
+            ProcessCompleted(
+                event="process.completed",
+                process_id=pid,
+                order_id="order-bench-1",
+                tool="tool-virtual-staging",
+                status="done",
+            )
+            for pid in pids
+        ]
+        await asyncio.gather(*(inbox.put(e, body_for(e.process_id)) for e in events))
+        while batch := await inbox.claim_batch("filler", size):
+            await inbox.ack_many([entry.id for entry in batch])
+        made += size
+
+
+def _file_size(folder: Path) -> float:
+    return float(sum(p.stat().st_size for p in folder.glob("inbox.db*")))
+
+
+async def _size(store: str, prefix: str, schema: str, folder: Path) -> float:
+    """What the store holds for this inbox, in bytes (Redis: the dedup keys' sampled mean)."""
+    if store == "sqlite":
+        return await asyncio.to_thread(_file_size, folder)
+    if store == "redis":
+        import redis.asyncio
+
+        client = redis.asyncio.Redis.from_url(REDIS_URL)
+        try:
+            sizes = []
+            async for key in client.scan_iter(match=f"{prefix}inbox:dedup:*", count=1000):
+                sizes.append(int(await client.memory_usage(key) or 0))
+                if len(sizes) >= _SAMPLE:
+                    break
+            return sum(sizes) / len(sizes) if sizes else math.nan
+        finally:
+            await client.aclose()
+    import asyncpg
+
+    conn = await asyncpg.connect(POSTGRES_DSN)
+    try:
+        return float(await conn.fetchval(f"SELECT pg_total_relation_size('\"{schema}\".inbox')"))
+    finally:
+        await conn.close()
+
+
+async def _prepare(store: str, prefix: str, schema: str, folder: Path, count: int) -> float:
+    """Fill the inbox; bytes per retained key."""
+    inbox = _inbox(store, prefix, schema, folder)
+    try:
+        await inbox.check()  # creates the file, the schema and its tables
+        before = await _size(store, prefix, schema, folder)
+        await _fill(inbox, count)
+    finally:
+        await inbox.close()
+    after = await _size(store, prefix, schema, folder)
+    return after if store == "redis" else (after - before) / count
+
+
+def retention(
+    plan: Plan, folder: Path, runnable: Sequence[str], measure: Measure
+) -> tuple[list[str], list[Goal]]:
+    """The report lines and goals: per store, bytes per retained key and the paced p99 ack with
+    ``plan.retained_keys`` retained beside an empty inbox."""
+    rows: list[list[str]] = []
+    found: list[Goal] = []
+    count = plan.retained_keys
+    for store in STORES:
+        if store not in runnable:
+            rows.append([store, "not run", "", "", ""])
+            continue
+        prefix, schema = new_prefix("retained"), new_schema("retained")
+        place = folder / f"retained-{store}"
+        place.mkdir()
+        try:
+            per_key = asyncio.run(_prepare(store, prefix, schema, place, count))
+            full = [measure(store, (prefix, schema, place))["p99_us"] for _ in range(plan.runs)]
+            empty = [measure(store, None)["p99_us"] for _ in range(plan.runs)]
+        finally:
+            drop_prefix(prefix)
+            if store == "postgres":
+                drop_schema(schema)
+        p99_full, p99_empty = median(full) / 1000, median(empty) / 1000
+        ratio = p99_full / p99_empty if p99_empty else math.nan
+        rows.append([store, fmt(per_key), fmt(p99_empty, 1), fmt(p99_full, 1), fmt(ratio, 2)])
+        limit = goals.RETAINED_P99_VS_EMPTY
+        found.append(
+            Goal(
+                "receiver",
+                f"{store}: paced p99 ack with {count:,} retained keys <= {limit} x empty",
+                f"{fmt(p99_full, 1)} ms vs {fmt(p99_empty, 1)} ms ({fmt(ratio, 2)} x)",
+                f"<= {limit}",
+                met_if_measured(ratio, ratio <= limit),
+            )
+        )
+    lines = [
+        f"Retained dedup keys: a fresh inbox filled with {count:,} finished events (put, claim, "
+        "ack through the inbox's API; bodies dropped at the ack, as always), then the paced "
+        "load above against it and against an empty inbox "
+        f"(median of {plan.runs} run(s) each).  Bytes per key: SQLite, the growth of the "
+        "database file and its WAL; Redis, `MEMORY USAGE` of the dedup keys (mean of a "
+        f"sample of {_SAMPLE:,}); PostgreSQL, the growth of `pg_total_relation_size` of the "
+        "inbox table (its indexes included).",
+        "",
+        *table(
+            ("inbox", "bytes per retained key", "p99 ms, empty", "p99 ms, retained", "x empty"),
+            rows,
+        ),
+    ]
+    return lines, found

@@ -1,0 +1,185 @@
+"""``asyncsdk inbox``: depth and dead letters of a receiver's inbox, replayed once or purged."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from asyncsdk import ProcessCompleted
+from webhooks import (
+    DeliveryInfo,
+    Inbox,
+    PostgresInbox,
+    RedisInbox,
+    SQLiteInbox,
+    TokenVerifier,
+    WebhookReceiver,
+)
+
+from .conftest import run_cli
+
+TOKEN = "cli-" + "t0k3n" * 6
+HOOK = f"/hooks/{TOKEN}"
+JSON = {"Content-Type": "application/json"}
+
+
+def body(process_id: str) -> bytes:
+    return json.dumps(
+        {
+            "event": "process.completed",
+            "process_id": process_id,
+            "order_id": "o-1",
+            "tool": "tool-virtual-staging",
+            "status": "failed",
+        }
+    ).encode()
+
+
+async def served(
+    receiver: WebhookReceiver,
+) -> AsyncIterator[TestClient[web.Request, web.Application]]:
+    app = web.Application()
+    receiver.setup(app)
+    async with TestClient(TestServer(app, host="127.0.0.1")) as client:
+        yield client
+
+
+async def settle(receiver: WebhookReceiver, dead: int = 0, processed: int = 0) -> None:
+    """Poll the receiver's counters (plain numbers: nothing to await) until they read so."""
+
+    def reached() -> bool:
+        return (receiver.metrics.dead_lettered, receiver.metrics.processed) == (dead, processed)
+
+    async with asyncio.timeout(10):  # a guard against a hang, not a speed requirement
+        while not reached():  # noqa: ASYNC110
+            await asyncio.sleep(0.02)
+
+
+def lines(capsys: pytest.CaptureFixture[str]) -> list[str]:
+    return capsys.readouterr().out.splitlines()
+
+
+async def test_dead_letters_are_listed_replayed_once_and_purged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "hooks.sqlite3"
+    failing = WebhookReceiver(
+        inbox=SQLiteInbox(path), verifier=TokenVerifier(TOKEN), max_attempts=1, poll_interval=0.05
+    )
+
+    @failing.on_completed()
+    async def broken(event: ProcessCompleted) -> None:
+        raise RuntimeError("the photo store is down")
+
+    async for client in served(failing):
+        for pid in ("p-1", "p-2"):
+            assert (await client.post(HOOK, data=body(pid), headers=JSON)).status == 200
+        await settle(failing, dead=2)
+
+    assert await run_cli("inbox", "stats", "--sqlite", path, "--json") == 0
+    assert json.loads(lines(capsys)[0]) == {"depth": 0, "oldest_age": None, "dead": 2}
+    assert await run_cli("inbox", "dead", "--sqlite", path, "--json") == 0
+    dead = {row["process_id"]: row for row in map(json.loads, lines(capsys))}
+    assert set(dead) == {"p-1", "p-2"}
+    assert "the photo store is down" in dead["p-1"]["last_error"]
+
+    assert await run_cli("inbox", "replay", "--sqlite", path, dead["p-1"]["id"]) == 0
+    assert lines(capsys) == [f"replayed {dead['p-1']['id']}"]
+    assert await run_cli("inbox", "purge", "--sqlite", path, dead["p-2"]["id"]) == 0
+    assert lines(capsys) == [f"purged {dead['p-2']['id']}"]
+    # Neither is a dead letter any more.
+    assert await run_cli("inbox", "replay", "--sqlite", path, dead["p-1"]["id"]) == 1
+    assert "no dead letter" in capsys.readouterr().err
+    assert await run_cli("inbox", "stats", "--sqlite", path, "--json") == 0
+    assert json.loads(lines(capsys)[0])["dead"] == 0
+
+    fixed = WebhookReceiver(
+        inbox=SQLiteInbox(path), verifier=TokenVerifier(TOKEN), poll_interval=0.05
+    )
+    runs: list[tuple[str, int]] = []
+
+    @fixed.on_completed()
+    async def record(event: ProcessCompleted, info: DeliveryInfo) -> None:
+        runs.append((event.process_id, info.attempt))
+
+    async for client in served(fixed):
+        await settle(fixed, processed=1)
+        # The sender's retries: the replayed event kept its one dedup claim, the purged one too.
+        for pid in ("p-1", "p-2"):
+            answer = await client.post(HOOK, data=body(pid), headers=JSON)
+            assert await answer.json() == {"status": "duplicate"}
+        await asyncio.sleep(0.2)  # time for a wrongly stored copy to be handled
+    assert runs == [("p-1", 1)]  # the replayed event, handled exactly once
+
+
+async def test_a_missing_file_or_no_ids_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert await run_cli("inbox", "stats", "--sqlite", tmp_path / "none.sqlite3") == 2
+    assert "no inbox file at" in capsys.readouterr().err
+    assert not (tmp_path / "none.sqlite3").exists()
+    (tmp_path / "hooks.sqlite3").touch()
+    assert await run_cli("inbox", "replay", "--sqlite", tmp_path / "hooks.sqlite3") == 2
+    assert "or pass --all" in capsys.readouterr().err
+
+
+async def fill(inbox: Inbox) -> None:
+    """Three events: one dead letter, two unfinished."""
+    for pid in ("p-1", "p-2", "p-3"):
+        await inbox.put(
+            ProcessCompleted(
+                event="process.completed",
+                process_id=pid,
+                order_id="o-1",
+                tool="tool-virtual-staging",
+                status="failed",
+            ),
+            body(pid),
+        )
+    (first,) = await inbox.claim_batch("c1", 1)
+    await inbox.dead_letter(first.id, "gave up")
+
+
+async def check_store(options: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert await run_cli("inbox", "stats", *options, "--json") == 0
+    stats = json.loads(lines(capsys)[0])
+    assert (stats["depth"], stats["dead"]) == (2, 1)
+    assert stats["oldest_age"] >= 0
+    assert await run_cli("inbox", "dead", *options) == 0
+    table = lines(capsys)
+    assert table[0].split()[:3] == ["id", "process_id", "status"]
+    assert "p-1" in table[-1]
+    assert await run_cli("inbox", "replay", *options, "--all") == 0
+    assert lines(capsys)[0].startswith("replayed ")
+    assert await run_cli("inbox", "stats", *options, "--json") == 0
+    assert json.loads(lines(capsys)[0])["depth"] == 3
+
+
+@pytest.mark.redis
+async def test_the_redis_inbox_by_url_and_prefix(
+    redis_url: str, redis_prefix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inbox = RedisInbox(redis_url, prefix=redis_prefix)
+    try:
+        await fill(inbox)
+    finally:
+        await inbox.close()
+    await check_store(["--redis", redis_url, "--prefix", redis_prefix], capsys)
+
+
+@pytest.mark.postgres
+async def test_the_postgres_inbox_by_dsn_and_schema(
+    postgres_dsn: str, postgres_schema: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inbox = PostgresInbox(postgres_dsn, schema=postgres_schema)
+    try:
+        await fill(inbox)
+    finally:
+        await inbox.close()
+    await check_store(["--postgres", postgres_dsn, "--schema", postgres_schema], capsys)

@@ -1,0 +1,70 @@
+"""Registering a handler: the checks of what is registered, and the parameters it takes.
+
+A handler is ``async def handler(event)``, or ``async def handler(event, writes)`` with
+``atomic=True``; either may take one more, required, positional parameter: a
+:class:`~webhooks.DeliveryInfo` (the attempt number among other things).  Which form a handler
+has is read from its signature once, here, at registration: the worker never probes a handler
+when it calls it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from asyncsdk import ConfigurationError
+from webhooks._contract import AtomicInbox, Inbox
+from webhooks._dispatch import HandlerSpec
+
+__all__ = ["handler_spec"]
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def handler_spec(
+    func: Callable[..., Any],
+    *,
+    inbox: Inbox,
+    statuses: frozenset[str] | None,
+    tools: frozenset[str] | None,
+    atomic: bool,
+) -> HandlerSpec:
+    """The :class:`HandlerSpec` of ``func``, or :class:`~asyncsdk.ConfigurationError` naming the
+    fix."""
+    if not callable(func):
+        raise ConfigurationError("a handler must be an async function taking the event")
+    if atomic and not isinstance(inbox, AtomicInbox):
+        raise ConfigurationError(
+            f"atomic=True handlers need an inbox that applies writes with the ack, and"
+            f" {type(inbox).__name__} does not: use RedisInbox or PostgresInbox, or"
+            " register the handler without atomic=True and make its writes idempotent (key"
+            " them on event.dedup_key)"
+        )
+    fixed = 2 if atomic else 1
+    return HandlerSpec(
+        func, statuses, tools, atomic=bool(atomic), with_info=_takes_info(func, fixed, atomic)
+    )
+
+
+def _takes_info(func: Callable[..., Any], fixed: int, atomic: bool) -> bool:
+    """Whether ``func`` takes a :class:`~webhooks.DeliveryInfo` after its ``fixed`` parameters."""
+    try:
+        parameters = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):  # a builtin or extension callable without a signature
+        return False
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+        return False  # takes what it is given: the fixed parameters only
+    positional = [p for p in parameters if p.kind in _POSITIONAL]
+    required = [p for p in positional if p.default is inspect.Parameter.empty]
+    if len(required) > fixed + 1 or len(positional) < fixed:
+        kind, forms = (
+            ("an atomic=True handler", "(event, writes) or (event, writes, info)")
+            if atomic
+            else ("a handler", "(event) or (event, info)")
+        )
+        raise ConfigurationError(
+            f"{kind} takes {forms}, and {func!r} takes {len(positional)} positional parameter(s)"
+        )
+    # An optional parameter past the fixed ones keeps its default, as before DeliveryInfo.
+    return len(required) > fixed
