@@ -30,6 +30,7 @@ from asyncsdk._protocol.requests import Request
 from asyncsdk._protocol.responses import read_response, status_error
 from asyncsdk._protocol.retry import RETRYABLE_STATUSES, RetryPolicy
 from asyncsdk._settings import ApiKey, Timeout
+from asyncsdk._telemetry import NO_TELEMETRY, ClientTelemetry
 
 __all__ = ["USER_AGENT", "Transport", "translate"]
 
@@ -126,6 +127,7 @@ class Transport:
         retry: RetryPolicy,
         max_in_flight: int,
         rand: Callable[[], float] = random.random,
+        telemetry: ClientTelemetry = NO_TELEMETRY,
     ) -> None:
         self._api_key = api_key
         self._session = session
@@ -137,6 +139,7 @@ class Transport:
         self._rand = rand
         self._closed = False
         self._client_timeouts: dict[Timeout, aiohttp.ClientTimeout] = {}
+        self.telemetry = telemetry
 
     def __repr__(self) -> str:
         return f"<Transport max_in_flight={self._max_in_flight} closed={self._closed}>"
@@ -185,7 +188,9 @@ class Transport:
         while True:
             started = time.monotonic() if debug else 0.0
             try:
-                status, headers, body = await self._attempt(request, limits)
+                with self.telemetry.attempt(request, attempt) as record:
+                    status, headers, body = await self._attempt(request, limits)
+                    record.answered(status)
             except _NETWORK_ERRORS as exc:
                 if debug:
                     _log.debug(
@@ -212,6 +217,7 @@ class Transport:
                     _drop_tracebacks(exc)
                     raise (failure or error) from exc
                 reason = str(error)
+                self.telemetry.retried(request, type(error).__name__)
             else:
                 if debug:
                     _log.debug(
@@ -239,6 +245,7 @@ class Transport:
                         status, headers, body, method=method, url=request.url, decode=decode
                     )
                 reason = f"HTTP {status}"
+                self.telemetry.retried(request, str(status))
             attempt += 1
             _log.info(
                 "retrying %s %s in %.3f s (retry %d of %d) after %s",
