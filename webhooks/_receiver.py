@@ -38,8 +38,16 @@ from webhooks._contract import (
     Verifier,
 )
 from webhooks._dispatch import AtomicHandler, Handler, HandlerSpec, RetryPolicy, names
+from webhooks._exposition import metrics_view
 from webhooks._intake import INTAKE_KEY, Intake, ProcessFilter
 from webhooks._metrics import Metrics
+from webhooks._observe import (
+    NO_RECEIVER_TELEMETRY,
+    Gauges,
+    ReceiverTelemetry,
+    WaiterCount,
+    receiver_telemetry,
+)
 from webhooks._options import check_receiver_options
 from webhooks._pool import WorkerPool
 from webhooks._verify import TOKEN_PARAM
@@ -71,6 +79,11 @@ class WebhookReceiver:
     ``workers`` concurrent entries, ``handler_timeout`` per handler, ``max_attempts`` hand-outs
     before dead letter, ``drain_timeout`` at shutdown.  ``retry_after`` is the ``Retry-After`` of
     503 answers.  ``close_inbox``: close the inbox when the receiver stops.
+
+    ``telemetry``: a :class:`~webhooks.ReceiverTelemetry` for Prometheus metrics and
+    OpenTelemetry spans (none by default).  ``metrics_route=True`` serves the metrics at
+    ``GET <prefix>metrics`` to scrapers that send ``Authorization: Bearer <metrics_token>``
+    (both required; the route is off by default).
     """
 
     def __init__(
@@ -98,6 +111,8 @@ class WebhookReceiver:
         metrics_route: bool = False,
         close_inbox: bool = True,
         consumer: str | None = None,
+        telemetry: ReceiverTelemetry | None = None,
+        metrics_token: str | None = None,
     ) -> None:
         check_receiver_options(
             inbox=inbox,
@@ -121,6 +136,11 @@ class WebhookReceiver:
             },
             drain_timeout=drain_timeout,
         )
+        telemetry = receiver_telemetry(
+            telemetry, metrics_route=metrics_route, metrics_token=metrics_token
+        )
+        self.telemetry = telemetry or NO_RECEIVER_TELEMETRY
+        self._metrics_token = metrics_token
         self.inbox = inbox
         self.verifier = verifier
         self.client = client
@@ -153,6 +173,7 @@ class WebhookReceiver:
             client=client,
             fetch_timeout=float(fetch_timeout),
             poll_interval=float(poll_interval),
+            telemetry=self.telemetry,
             **pool_options,
         )
         self._app: web.Application | None = None
@@ -171,7 +192,17 @@ class WebhookReceiver:
             is_running=lambda: self._state == "running",
             backlog=lambda: self._pool.backlog,
             stored=self._pool.stored,
+            telemetry=self.telemetry,
         )
+        if telemetry is not None:
+            sink = registry if isinstance(registry, WaiterCount) else None
+            gauges = Gauges(
+                backlog=lambda: self._pool.backlog,
+                in_flight=lambda: self._pool.in_flight,
+                oldest_received_at=self._pool.oldest_received_at,
+                waiters=None if sink is None else lambda: sink.pending_count,
+            )
+            telemetry.bind(self.metrics, gauges)
         self._stop_task: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
@@ -258,7 +289,9 @@ class WebhookReceiver:
             app[INTAKE_KEY] = self._intake
             app.router.add_post("/", self._intake.handle)
             if self.metrics_route:
-                app.router.add_get("/metrics", self._metrics_view)
+                assert self.telemetry.registry is not None  # checked in __init__
+                view = metrics_view(self.telemetry.registry, self._metrics_token)
+                app.router.add_get("/metrics", view)
             app.router.add_post(f"/{{{TOKEN_PARAM}}}", self._intake.handle)
             app.on_shutdown.append(self._on_shutdown)
             app.cleanup_ctx.append(self._lifespan)
@@ -348,13 +381,6 @@ class WebhookReceiver:
         await self.inbox.replay(entry_id)
         self.metrics.replayed += 1
         self._pool.stored()
-
-    async def _metrics_view(self, _request: web.Request) -> web.Response:
-        snapshot = self.metrics.snapshot()
-        snapshot["backlog"] = self._pool.backlog
-        snapshot["in_flight"] = self._pool.in_flight
-        snapshot["state"] = self._state
-        return web.json_response(snapshot)
 
 
 RECEIVER_KEY: Final = web.AppKey("webhooks.receiver", WebhookReceiver)

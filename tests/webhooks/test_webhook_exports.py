@@ -29,6 +29,7 @@ PUBLIC = {
     "PostgresRegistry",
     "PostgresWrites",
     "ProcessClient",
+    "ReceiverTelemetry",
     "RedactingAccessLogger",
     "RedisInbox",
     "RedisRegistry",
@@ -46,6 +47,7 @@ PUBLIC = {
     "UnknownEntryError",
     "Verifier",
     "WebhookReceiver",
+    "metrics_app",
     "parse_delivery",
 }
 
