@@ -59,7 +59,13 @@ REFUSED: Final = "refused: load generator saturated"
 
 
 def _receiver_once(
-    plan: Plan, folder: Path, store: str, slow: bool, connections: int, delay_ms: int | None
+    plan: Plan,
+    folder: Path,
+    store: str,
+    slow: bool,
+    connections: int,
+    delay_ms: int | None,
+    observed: str = "",
 ) -> dict[str, Any]:
     """One fresh server, a warm-up, one measured load; the load generator's figures plus the
     server's CPU and counters over the measured part."""
@@ -75,6 +81,7 @@ def _receiver_once(
             "workdir": str(server_dir),
             "redis_url": REDIS_URL,
             "prefix": prefix,
+            "observed": observed,
         },
         cpu=SERVER_CPU,
     )

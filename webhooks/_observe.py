@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
@@ -236,12 +236,10 @@ class ReceiverTelemetry:
             return _UNTRACKED
         return _Delivery(self, self._tracer)
 
-    @contextmanager
-    def dispatch(self, entry: InboxEntry) -> Iterator[None]:
+    def dispatch(self, entry: InboxEntry) -> AbstractContextManager[object]:
         """The span of one claimed entry, current while it runs so handler spans are its own."""
         if self._tracer is None:
-            yield
-            return
+            return _UNTRACKED
         event = entry.event
         attributes: dict[str, str | int] = {
             PROCESS_ID_ATTRIBUTE: event.process_id,
@@ -249,17 +247,18 @@ class ReceiverTelemetry:
             "webhooks.entry_id": entry.id,
             "webhooks.attempt": entry.attempts,
         }
-        with self._tracer.start_as_current_span(
+        return self._tracer.start_as_current_span(
             "webhooks.dispatch", kind=self.kinds["consumer"], attributes=attributes
-        ):
-            yield
+        )
 
-    @contextmanager
-    def handler(self, name: str, event: ProcessCompleted) -> Iterator[None]:
+    def handler(self, name: str, event: ProcessCompleted) -> AbstractContextManager[object]:
         """One handler run: its span and its duration."""
         if self._tracer is None and self._handler_seconds is None:
-            yield
-            return
+            return _UNTRACKED
+        return self._handler_run(name, event)
+
+    @contextmanager
+    def _handler_run(self, name: str, event: ProcessCompleted) -> Iterator[None]:
         span: Span | None = None
         if self._tracer is not None:
             span = self._tracer.start_span(
