@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
     from prometheus_client import CollectorRegistry
 
-__all__ = ["NO_TELEMETRY", "PROCESS_ID_ATTRIBUTE", "ClientTelemetry", "route_of"]
+__all__ = ["NO_TELEMETRY", "PROCESS_ID_ATTRIBUTE", "ClientTelemetry", "log_fields", "route_of"]
 
 #: The span attribute that names the process a span is about, on client and receiver spans alike.
 PROCESS_ID_ATTRIBUTE: Final = "asyncsdk.process_id"
@@ -57,6 +57,12 @@ def route_of(path: str) -> tuple[str, dict[str, str]]:
             ids[name] = unquote(segments[index])
             segments[index] = "{" + name + "}"
     return "/".join(segments), ids
+
+
+def log_fields(request: Request) -> dict[str, str]:
+    """The ``extra`` of a log record about ``request``: the process id its path names, if any."""
+    _, ids = route_of(request.url.path)
+    return {"process_id": ids["process_id"]} if "process_id" in ids else {}
 
 
 def _missing(extra: str, package: str) -> ConfigurationError:

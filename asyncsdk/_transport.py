@@ -30,7 +30,7 @@ from asyncsdk._protocol.requests import Request
 from asyncsdk._protocol.responses import read_response, status_error
 from asyncsdk._protocol.retry import RETRYABLE_STATUSES, RetryPolicy
 from asyncsdk._settings import ApiKey, Timeout
-from asyncsdk._telemetry import NO_TELEMETRY, ClientTelemetry
+from asyncsdk._telemetry import NO_TELEMETRY, ClientTelemetry, log_fields
 
 __all__ = ["USER_AGENT", "Transport", "translate"]
 
@@ -200,6 +200,7 @@ class Transport:
                         type(exc).__name__,
                         attempt + 1,
                         time.monotonic() - started,
+                        extra=log_fields(request),
                     )
                 failure = request.form.failure if request.form is not None else None
                 url = str(request.url)
@@ -227,6 +228,7 @@ class Transport:
                         status,
                         attempt + 1,
                         time.monotonic() - started,
+                        extra=log_fields(request),
                     )
                 if request.form is not None and request.form.failure is not None:
                     raise request.form.failure
@@ -255,6 +257,7 @@ class Transport:
                 attempt,
                 self._retry.max_retries,
                 reason,
+                extra=log_fields(request),
             )
             await asyncio.sleep(delay)
 

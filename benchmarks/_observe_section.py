@@ -109,8 +109,6 @@ def run_observe(plan: Plan) -> Section:
                     f"**{fmt(100 * cost, 1)} %** ({per_round})",
                 ]
             )
-            if mode == "traced":
-                continue  # shown for what it costs; the goal is for a production setting
             section.goals.append(
                 Goal(
                     "observe",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import logging
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from asyncsdk import (
     PROCESS_ID_ATTRIBUTE,
+    Client,
     ClientTelemetry,
     ConfigurationError,
     GenerationLimit,
@@ -163,6 +165,18 @@ async def test_clients_with_their_own_telemetry_live_side_by_side(
     count = "asyncsdk_client_request_duration_seconds_count"
     assert [value for name, _, value in samples(first) if name == count] == [1.0]
     assert [value for name, _, value in samples(second) if name == count] == [2.0]
+
+
+async def test_log_records_of_a_request_carry_its_process_id(
+    fake: FakeService, client: Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="asyncsdk")
+    fake.script("GET", "/v3/process/pr-5", Reply(status=503), Reply(json=process_json("pr-5")))
+    await client.processes.get("pr-5")
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "asyncsdk"]
+    assert [level for level, _ in lines] == ["DEBUG", "INFO", "DEBUG"]  # attempt, retry, attempt
+    assert all(getattr(r, "process_id", None) == "pr-5" for r in caplog.records)
+    assert API_KEY not in caplog.text + repr([vars(r) for r in caplog.records])
 
 
 def test_a_wrong_setting_names_the_fix() -> None:
