@@ -88,6 +88,7 @@ from asyncsdk._protocol.convert import structure
 from asyncsdk._protocol.retry import RetryPolicy
 from asyncsdk._resources import ResultWaiter
 from asyncsdk._settings import ClientSettings, Timeout
+from asyncsdk._telemetry import PROCESS_ID_ATTRIBUTE, ClientTelemetry
 from asyncsdk._uploads import ACCEPTED_EXTENSIONS, MAX_UPLOAD_BYTES, Upload, UploadSource
 
 __version__ = "0.1.0"
@@ -95,6 +96,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ACCEPTED_EXTENSIONS",
     "MAX_UPLOAD_BYTES",
+    "PROCESS_ID_ATTRIBUTE",
     "REMOVE_BLUE",
     "V1_ENDPOINTS",
     "APIConnectionError",
@@ -112,6 +114,7 @@ __all__ = [
     "CatalogueError",
     "Client",
     "ClientSettings",
+    "ClientTelemetry",
     "ConfigurationError",
     "CreatedOrder",
     "CreatedProcesses",

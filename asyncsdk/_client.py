@@ -38,6 +38,7 @@ from asyncsdk._protocol.convert import make_converter
 from asyncsdk._protocol.retry import RetryPolicy
 from asyncsdk._resources import V1, Core, Orders, Processes, Projects, ResultWaiter, Tools
 from asyncsdk._settings import DEFAULT_TIMEOUT, ApiKey, ClientSettings, Timeout
+from asyncsdk._telemetry import NO_TELEMETRY, ClientTelemetry
 from asyncsdk._transport import Transport
 from asyncsdk._uploads import MAX_UPLOAD_BYTES, Upload, UploadSource
 
@@ -72,6 +73,9 @@ class Client:
     ``max_upload_bytes`` is the size limit per uploaded file (default ``MAX_UPLOAD_BYTES``, the
     service's 50 MB), checked before anything is sent and while a stream is read; raise it only
     for a deployment of the service that accepts larger files.
+
+    ``telemetry``: a :class:`~asyncsdk.ClientTelemetry` for Prometheus metrics and OpenTelemetry
+    spans of every request (none by default).
     """
 
     def __init__(
@@ -94,6 +98,7 @@ class Client:
         validate: bool = True,
         catalogue_ttl: float = 300.0,
         max_upload_bytes: int = MAX_UPLOAD_BYTES,
+        telemetry: ClientTelemetry | None = None,
     ) -> None:
         # Mask the key before anything can raise: a traceback rendered with the locals of each
         # frame (capture_locals, error trackers) would otherwise show it, and os.environ too.
@@ -130,7 +135,12 @@ class Client:
             raise ConfigurationError(
                 "generation_limit must be a GenerationLimit(max_calls=..., period=...)"
             )
+        if telemetry is not None and not isinstance(telemetry, ClientTelemetry):
+            raise ConfigurationError(
+                "telemetry must be a ClientTelemetry(metrics=..., tracing=...)"
+            )
         self._transport = Transport(
+            telemetry=telemetry or NO_TELEMETRY,
             api_key=self.settings.api_key,
             session=session,
             timeout=self.settings.timeout,
@@ -257,17 +267,20 @@ class Client:
         ``failed``; it is not raised.  When one request creates several processes, the first is
         the one waited for.
         """
-        return await self._flows.run(
-            tool,
-            images,
-            asset_map=asset_map,
-            widgets=widgets,
-            project_id=project_id,
-            timeout=timeout,
-            registry=registry,
-            webhook_grace=webhook_grace,
-            validate=validate,
-        )
+        with self._transport.telemetry.run(tool) as span:
+            process = await self._flows.run(
+                tool,
+                images,
+                asset_map=asset_map,
+                widgets=widgets,
+                project_id=project_id,
+                timeout=timeout,
+                registry=registry,
+                webhook_grace=webhook_grace,
+                validate=validate,
+            )
+            span.completed(process.id, process.status)
+        return process
 
     async def run_mask_removal(
         self,

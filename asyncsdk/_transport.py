@@ -31,6 +31,7 @@ from asyncsdk._protocol.requests import Request
 from asyncsdk._protocol.responses import read_response, status_error
 from asyncsdk._protocol.retry import RETRYABLE_STATUSES, RetryPolicy
 from asyncsdk._settings import ApiKey, Timeout
+from asyncsdk._telemetry import NO_TELEMETRY, ClientTelemetry, log_fields
 
 __all__ = ["USER_AGENT", "Transport", "translate"]
 
@@ -130,6 +131,7 @@ class Transport:
         retry: RetryPolicy,
         max_in_flight: int,
         rand: Callable[[], float] = random.random,
+        telemetry: ClientTelemetry = NO_TELEMETRY,
     ) -> None:
         self._api_key = api_key
         self._session = session
@@ -141,6 +143,7 @@ class Transport:
         self._rand = rand
         self._closed = False
         self._client_timeouts: dict[Timeout, aiohttp.ClientTimeout] = {}
+        self.telemetry = telemetry
 
     def __repr__(self) -> str:
         return f"<Transport max_in_flight={self._max_in_flight} closed={self._closed}>"
@@ -189,7 +192,9 @@ class Transport:
         while True:
             started = time.monotonic() if debug else 0.0
             try:
-                status, headers, body = await self._attempt(request, limits)
+                with self.telemetry.attempt(request, attempt) as record:
+                    status, headers, body = await self._attempt(request, limits)
+                    record.answered(status)
             except asyncio.CancelledError as exc:
                 # Cancelled in flight (a caller's timeout, ``wait_for``): aiohttp's frames would
                 # ride along under the caller's TimeoutError, the key in their locals.
@@ -204,6 +209,7 @@ class Transport:
                         type(exc).__name__,
                         attempt + 1,
                         time.monotonic() - started,
+                        extra=log_fields(request),
                     )
                 failure = request.form.failure if request.form is not None else None
                 url = str(request.url)
@@ -221,6 +227,7 @@ class Transport:
                     _drop_tracebacks(exc)
                     raise (failure or error) from exc
                 reason = str(error)
+                self.telemetry.retried(request, type(error).__name__)
             else:
                 if debug:
                     _log.debug(
@@ -230,6 +237,7 @@ class Transport:
                         status,
                         attempt + 1,
                         time.monotonic() - started,
+                        extra=log_fields(request),
                     )
                 if request.form is not None and request.form.failure is not None:
                     raise request.form.failure
@@ -248,6 +256,7 @@ class Transport:
                         status, headers, body, method=method, url=request.url, decode=decode
                     )
                 reason = f"HTTP {status}"
+                self.telemetry.retried(request, str(status))
             attempt += 1
             _log.info(
                 "retrying %s %s in %.3f s (retry %d of %d) after %s",
@@ -257,6 +266,7 @@ class Transport:
                 attempt,
                 self._retry.max_retries,
                 reason,
+                extra=log_fields(request),
             )
             await asyncio.sleep(delay)
 

@@ -77,15 +77,23 @@ class _Sdk(_Calls):
     (fetched once, during the warm-up, and cached for its TTL)."""
 
     validate = True
+    observed = ""
+    """A mode of ``_observed.py``, or empty: no telemetry."""
 
     async def open(self, base_url: str, api_key: str, concurrency: int) -> None:
         from asyncsdk import Client
 
+        options: dict[str, Any] = {}
+        if self.observed:
+            from benchmarks._observed import client_telemetry
+
+            options["telemetry"] = client_telemetry(self.observed)
         self.client = Client(
             api_key=api_key,
             base_url=base_url,
             max_in_flight=concurrency,
             validate=self.validate,
+            **options,
         )
 
     async def create(self, number: int) -> Any:
@@ -104,6 +112,24 @@ class _SdkNoValidate(_Sdk):
     """``Client(validate=False)``: the request is sent as given."""
 
     validate = False
+
+
+class _SdkMetrics(_Sdk):
+    """The default client with Prometheus metrics on."""
+
+    observed = "metrics"
+
+
+class _SdkTraced(_Sdk):
+    """The default client with metrics and every span recorded."""
+
+    observed = "traced"
+
+
+class _SdkSampled(_Sdk):
+    """The default client with metrics and one trace in ten recorded."""
+
+    observed = "sampled"
 
 
 class _Aiohttp(_Calls):
@@ -169,6 +195,9 @@ class _Httpx(_Calls):
 _KINDS: Final[dict[str, type[_Calls]]] = {
     "sdk": _Sdk,
     "sdk-novalidate": _SdkNoValidate,
+    "sdk-metrics": _SdkMetrics,
+    "sdk-traced": _SdkTraced,
+    "sdk-sampled": _SdkSampled,
     "aiohttp": _Aiohttp,
     "httpx": _Httpx,
 }

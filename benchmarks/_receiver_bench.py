@@ -96,8 +96,10 @@ async def serve(
     prefix: str,
     postgres_dsn: str = "",
     schema: str = "",
+    observed: str = "",
 ) -> None:
-    """Serve one variant on 127.0.0.1 until stdin closes.
+    """Serve one variant on 127.0.0.1 until stdin closes (``observed``: a telemetry mode of
+    ``_observed.py``, or empty for none).
 
     Messages: ``"mark"`` starts the CPU clock (after the warm-up); ``"stats"`` answers the
     process's CPU seconds since the mark (every thread) and the receiver's counters.
@@ -131,6 +133,7 @@ async def serve(
             verifier=TokenVerifier(TOKEN),
             queue_limit=QUEUE_LIMIT,
             drain_timeout=0.5,
+            **_telemetry(observed),
         )
         if slow_handler:
 
@@ -159,6 +162,14 @@ async def serve(
                 io.send({"cpu_s": time.process_time() - cpu, **_stats(receiver)})
     finally:
         await runner.cleanup()
+
+
+def _telemetry(observed: str) -> dict[str, Any]:
+    if not observed:
+        return {}
+    from benchmarks._observed import receiver_telemetry
+
+    return {"telemetry": receiver_telemetry(observed)}
 
 
 def _stats(receiver: Any) -> dict[str, Any]:

@@ -77,6 +77,7 @@ def receiver_once(
     connections: int,
     delay_ms: int | None,
     place: Place | None = None,
+    observed: str = "",
 ) -> dict[str, Any]:
     """One fresh server, a warm-up, one measured load; the load generator's figures plus the
     server's CPU and counters over the measured part.  The inbox is a new one, dropped after,
@@ -97,6 +98,7 @@ def receiver_once(
             "prefix": prefix,
             "postgres_dsn": POSTGRES_DSN,
             "schema": schema,
+            "observed": observed,
         },
         cpu=SERVER_CPU,
     )

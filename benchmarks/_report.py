@@ -19,6 +19,7 @@ TITLES = {
     "receiver": "3. Receiver: process.completed POSTs",
     "registry": "4. Registry: pending waiters",
     "e2e": "5. End to end: completion in the sandbox → `wait()` returns",
+    "observe": "6. Metrics and tracing on beside off",
 }
 
 

@@ -1,4 +1,4 @@
-"""The five sections, by key: each runs its helper processes and returns its part of the report."""
+"""The six sections, by key: each runs its helper processes and returns its part of the report."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from benchmarks._client_section import run_client
 from benchmarks._e2e_section import run_e2e
+from benchmarks._observe_section import run_observe
 from benchmarks._plan import Plan
 from benchmarks._receiver_section import run_receiver
 from benchmarks._registry_section import run_registry
@@ -19,6 +20,7 @@ RUNNERS: dict[str, Callable[[Plan], Section]] = {
     "receiver": run_receiver,
     "registry": run_registry,
     "e2e": run_e2e,
+    "observe": run_observe,
 }
 
 

@@ -16,6 +16,9 @@ PUBLIC = {
     "RetryPolicy",
     "GenerationLimit",
     "ResultWaiter",
+    # observability
+    "ClientTelemetry",
+    "PROCESS_ID_ATTRIBUTE",
     # uploads
     "Upload",
     "UploadSource",

@@ -25,9 +25,11 @@ from webhooks._contract import (
     Verifier,
 )
 from webhooks._dispatch import AtomicHandler, Handler
+from webhooks._exposition import metrics_app
 from webhooks._fetchback import KnownProcessFilter
 from webhooks._intake import RedactingAccessLogger
 from webhooks._metrics import LatencyHistogram, Metrics
+from webhooks._observe import ReceiverTelemetry
 from webhooks._parse import parse_delivery
 from webhooks._postgres import PostgresRegistry, PostgresWrites
 from webhooks._receiver import RECEIVER_KEY, WebhookReceiver
@@ -71,6 +73,7 @@ __all__ = [
     "PostgresRegistry",
     "PostgresWrites",
     "ProcessClient",
+    "ReceiverTelemetry",
     "RedactingAccessLogger",
     "RedisBackend",
     "RedisInbox",
@@ -89,5 +92,6 @@ __all__ = [
     "UnknownEntryError",
     "Verifier",
     "WebhookReceiver",
+    "metrics_app",
     "parse_delivery",
 ]

@@ -36,6 +36,7 @@ from webhooks._fetchback import (
     confirm_in_order,
 )
 from webhooks._metrics import Metrics
+from webhooks._observe import NO_RECEIVER_TELEMETRY, ReceiverTelemetry, log_fields
 
 __all__ = ["AtomicHandler", "Dispatcher", "Handler", "HandlerSpec", "RetryPolicy", "names"]
 
@@ -133,6 +134,7 @@ class Dispatcher:
     sink: ResultSink | None = None
     client: ProcessClient | None = None
     fetch_timeout: float = 30.0
+    telemetry: ReceiverTelemetry = NO_RECEIVER_TELEMETRY
     _done: dict[str, set[int]] = attrs.field(factory=dict, init=False)
     """Handlers that succeeded, by entry, until the entry is acked."""
 
@@ -143,6 +145,10 @@ class Dispatcher:
 
     async def run(self, entry: InboxEntry) -> None:
         """Fetch-back, the sink and the handlers for one claimed entry; then ack, retry or park."""
+        with self.telemetry.dispatch(entry):
+            await self._run(entry)
+
+    async def _run(self, entry: InboxEntry) -> None:
         event = entry.event
         if self.client is not None:
             delivered = claimed_event(event)
@@ -167,20 +173,24 @@ class Dispatcher:
             if index in done:
                 continue
             try:
-                async with asyncio.timeout(self.handler_timeout):
-                    args: tuple[Any, ...] = (event,)
-                    if spec.atomic:
-                        # A fresh buffer per handler: a handler that fails leaves nothing queued.
-                        buffer = self._atomic_inbox().new_writes()
-                        args = (event, buffer)
-                    if spec.with_info:
-                        args = (*args, _info(entry))
-                    await spec.func(*args)
+                with self.telemetry.handler(spec.name, event):
+                    async with asyncio.timeout(self.handler_timeout):
+                        args: tuple[Any, ...] = (event,)
+                        if spec.atomic:
+                            # A fresh buffer per handler: a failing handler leaves nothing queued.
+                            buffer = self._atomic_inbox().new_writes()
+                            args = (event, buffer)
+                        if spec.with_info:
+                            args = (*args, _info(entry))
+                        await spec.func(*args)
             except TimeoutError:
                 errors.append(f"{spec.name}: timed out after {self.handler_timeout} s")
             except Exception as exc:
                 logger.exception(
-                    "webhook handler %s failed for process %s", spec.name, event.process_id
+                    "webhook handler %s failed for process %s",
+                    spec.name,
+                    event.process_id,
+                    extra=log_fields(event),
                 )
                 errors.append(f"{spec.name}: {exc!r}")
             else:
@@ -206,6 +216,13 @@ class Dispatcher:
             self.metrics.processed += 1
             self.settled()
             return
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(
+                "webhook for process %s (%s) handled",
+                event.process_id,
+                event.status,
+                extra=log_fields(event),
+            )
         self.ack_soon(entry.id)  # the handlers that succeeded stay noted until the ack is done
 
     def _atomic_inbox(self) -> AtomicInbox:
@@ -268,7 +285,11 @@ class Dispatcher:
             async with asyncio.timeout(self.fetch_timeout):
                 process = await self.client.processes.get(delivered.process_id)
         except NotFoundError:
-            logger.warning("webhook for unknown process %r dropped as forged", delivered.process_id)
+            logger.warning(
+                "webhook for unknown process %r dropped as forged",
+                delivered.process_id,
+                extra=log_fields(delivered),
+            )
             self.metrics.forged += 1
             await self.inbox.ack(entry.id)
             self.settled()
@@ -288,6 +309,7 @@ class Dispatcher:
                 delivered.process_id,
                 delivered.status,
                 verdict.event.status,
+                extra=log_fields(delivered),
             )
             self.metrics.rewritten += 1
             if await self.inbox.put(verdict.event, entry.raw):
@@ -311,6 +333,7 @@ class Dispatcher:
             entry.event.process_id,
             entry.attempts,
             error,
+            extra=log_fields(entry.event),
         )
         await self.inbox.dead_letter(entry.id, error)
         self.metrics.dead_lettered += 1

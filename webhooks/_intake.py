@@ -29,6 +29,7 @@ from webhooks._backpressure import SharedDepth
 from webhooks._contract import Delivery, Ignored, Inbox, Parsed, Rejection, Verifier
 from webhooks._fetchback import unconfirmed
 from webhooks._metrics import Metrics
+from webhooks._observe import NO_RECEIVER_TELEMETRY, DeliverySpan, ReceiverTelemetry, log_fields
 from webhooks._parse import check_content_type, parse_body
 from webhooks._verify import TOKEN_PARAM
 
@@ -135,6 +136,7 @@ class Intake:
     stored: Callable[[], None]
     fetch_back: bool = False
     """Store deliveries in their unconfirmed form, for the workers to check with the API."""
+    telemetry: ReceiverTelemetry = NO_RECEIVER_TELEMETRY
     _deadlines: _Deadlines = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -142,6 +144,7 @@ class Intake:
 
     def _refuse(self, rejection: Rejection) -> web.Response:
         self.metrics.rejected[rejection.code] += 1
+        logger.debug("webhook delivery refused with %d (%s)", rejection.status, rejection.code)
         response = web.json_response({"error": rejection.reason}, status=rejection.status)
         if rejection.status == 413:
             response.force_close()  # the rest of the body is not read
@@ -214,7 +217,15 @@ class Intake:
     async def receive(
         self, path_params: Mapping[str, str], request: web.Request
     ) -> web.StreamResponse:
-        """One delivery, from the first byte to the answer."""
+        """One delivery, from the first byte to the answer (in a span when tracing is on)."""
+        with self.telemetry.delivery() as span:
+            response = await self._receive(path_params, request, span)
+            span.answered(response.status)
+            return response
+
+    async def _receive(
+        self, path_params: Mapping[str, str], request: web.Request, span: DeliverySpan
+    ) -> web.StreamResponse:
         started = time.perf_counter()
         self.metrics.received += 1
         if not self.is_running():
@@ -258,6 +269,7 @@ class Intake:
             return self._ok("ignored", started)
         assert isinstance(parsed, Parsed)
         event = parsed.event
+        span.event(event)
 
         if self.process_filter is not None:
             try:
@@ -294,9 +306,18 @@ class Intake:
         except Exception as exc:
             logger.warning("the webhook inbox failed to store an event: %s", exc)
             return self._unavailable("store_unavailable", "the event store is unavailable")
-        return self._stored(stored, started)
+        return self._stored(event, stored, started)
 
-    def _stored(self, stored: bool, started: float) -> web.Response:
+    def _stored(self, event: ProcessCompleted, stored: bool, started: float) -> web.Response:
+        if logger.isEnabledFor(logging.DEBUG):
+            outcome = "stored" if stored else "a duplicate"
+            logger.debug(
+                "webhook for process %s (%s) is %s",
+                event.process_id,
+                event.status,
+                outcome,
+                extra=log_fields(event),
+            )
         if stored:
             self.metrics.accepted += 1
             self.stored()

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
+from collections.abc import Callable
 from typing import Any, Final
 
 import attrs
 
-__all__ = ["LatencyHistogram", "Metrics"]
+__all__ = ["BOUNDS", "Gauges", "LatencyHistogram", "Metrics"]
 
 # Upper bounds in seconds; the last bucket is open.  Fine below 50 ms, where acks should be.
-_BOUNDS: Final = (
+BOUNDS: Final = (
     0.0005,
     0.001,
     0.002,
@@ -33,13 +34,13 @@ _BOUNDS: Final = (
 class LatencyHistogram:
     """Fixed buckets; quantiles are the upper bound of the bucket holding them."""
 
-    counts: list[int] = attrs.field(factory=lambda: [0] * (len(_BOUNDS) + 1))
+    counts: list[int] = attrs.field(factory=lambda: [0] * (len(BOUNDS) + 1))
     count: int = 0
     total: float = 0.0
     max: float = 0.0
 
     def observe(self, seconds: float) -> None:
-        self.counts[bisect.bisect_left(_BOUNDS, seconds)] += 1
+        self.counts[bisect.bisect_left(BOUNDS, seconds)] += 1
         self.count += 1
         self.total += seconds
         self.max = max(self.max, seconds)
@@ -53,7 +54,7 @@ class LatencyHistogram:
         for index, n in enumerate(self.counts):
             seen += n
             if seen >= rank and n:
-                return _BOUNDS[index] if index < len(_BOUNDS) else self.max
+                return BOUNDS[index] if index < len(BOUNDS) else self.max
         return self.max  # pragma: no cover - the loop always reaches count
 
     def snapshot(self) -> dict[str, Any]:
@@ -64,7 +65,7 @@ class LatencyHistogram:
             "p99": self.quantile(0.99),
             "max": self.max,
             "buckets": {
-                **{f"le_{bound}": n for bound, n in zip(_BOUNDS, self.counts, strict=False)},
+                **{f"le_{bound}": n for bound, n in zip(BOUNDS, self.counts, strict=False)},
                 "inf": self.counts[-1],
             },
         }
@@ -115,3 +116,13 @@ class Metrics:
             "rewritten": self.rewritten,
             "ack_latency": self.ack_latency.snapshot(),
         }
+
+
+@attrs.frozen
+class Gauges:
+    """What the receiver reads at scrape time besides its counters."""
+
+    backlog: Callable[[], int]
+    in_flight: Callable[[], int]
+    oldest_received_at: Callable[[], float | None]
+    waiters: Callable[[], int] | None

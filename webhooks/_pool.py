@@ -32,6 +32,7 @@ import attrs
 from webhooks._contract import Inbox, InboxEntry, ProcessClient, ResultSink
 from webhooks._dispatch import Dispatcher, HandlerSpec, RetryPolicy
 from webhooks._metrics import Metrics
+from webhooks._observe import NO_RECEIVER_TELEMETRY, ReceiverTelemetry
 
 __all__ = ["WorkerPool"]
 
@@ -59,6 +60,7 @@ class WorkerPool:
     fetch_timeout: float = 30.0
     poll_interval: float = 1.0
     consumer: str = attrs.field(factory=lambda: f"webhooks-{uuid.uuid4().hex[:12]}")
+    telemetry: ReceiverTelemetry = NO_RECEIVER_TELEMETRY
 
     backlog: int = attrs.field(default=0, init=False)
     """Entries stored but not finished, as this process knows it (refreshed from the inbox)."""
@@ -100,6 +102,7 @@ class WorkerPool:
             sink=self.sink,
             client=self.client,
             fetch_timeout=self.fetch_timeout,
+            telemetry=self.telemetry,
         )
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -125,6 +128,11 @@ class WorkerPool:
     def in_flight(self) -> int:
         """Entries this process holds: claimed and waiting, running, or finished and being acked."""
         return len(self._running) + len(self._ready) + len(self._acking)
+
+    def oldest_received_at(self) -> float | None:
+        """When the oldest entry this process holds (queued or running) was received."""
+        held = [entry.received_at for entry in (*self._running.values(), *self._ready)]
+        return min(held, default=None)
 
     async def stop(self, deadline: float) -> None:
         """Stop claiming, hand back queued entries, let running ones finish for ``deadline``

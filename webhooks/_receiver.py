@@ -27,10 +27,8 @@ from typing import Any, Final, TypeVar
 from aiohttp import web
 
 from asyncsdk import ConfigurationError
-from webhooks._backends import Backend, PostgresBackend, RedisBackend
 from webhooks._backpressure import SharedDepth
 from webhooks._contract import (
-    DEFAULT_CLAIM_TIMEOUT,
     Inbox,
     InboxEntry,
     ProcessClient,
@@ -38,14 +36,20 @@ from webhooks._contract import (
     Verifier,
 )
 from webhooks._dispatch import HandlerSpec, RetryPolicy, names
+from webhooks._exposition import metrics_view
 from webhooks._handlers import handler_spec
 from webhooks._intake import INTAKE_KEY, Intake, ProcessFilter
 from webhooks._lifecycle import Lifecycle
 from webhooks._metrics import Metrics
+from webhooks._observe import (
+    NO_RECEIVER_TELEMETRY,
+    ReceiverTelemetry,
+    bind_receiver_telemetry,
+    receiver_telemetry,
+)
 from webhooks._options import check_receiver_options
 from webhooks._pool import WorkerPool
-from webhooks._postgres import DEFAULT_SCHEMA
-from webhooks._redis._connect import DEFAULT_PREFIX, DEFAULT_REDIS_URL
+from webhooks._setup import OneCallSetup
 from webhooks._verify import TOKEN_PARAM
 
 __all__ = ["RECEIVER_KEY", "WebhookReceiver"]
@@ -55,7 +59,7 @@ logger = logging.getLogger("webhooks")
 H = TypeVar("H", bound=Callable[..., Awaitable[None]])
 
 
-class WebhookReceiver:
+class WebhookReceiver(OneCallSetup):
     """Receives ``process.completed`` deliveries, stores them, and runs handlers from the store.
 
     Required: ``inbox`` (where accepted events live until handled: :class:`~webhooks.SQLiteInbox`,
@@ -77,6 +81,11 @@ class WebhookReceiver:
     ``workers`` concurrent entries, ``handler_timeout`` per handler, ``max_attempts`` hand-outs
     before dead letter, ``drain_timeout`` at shutdown.  ``retry_after`` is the ``Retry-After`` of
     503 answers.  ``close_inbox``: close the inbox when the receiver stops.
+
+    ``telemetry``: a :class:`~webhooks.ReceiverTelemetry` for Prometheus metrics and
+    OpenTelemetry spans (none by default).  ``metrics_route=True`` serves the metrics at
+    ``GET <prefix>metrics`` to scrapers that send ``Authorization: Bearer <metrics_token>``
+    (both required; the route is off by default).
     """
 
     def __init__(
@@ -104,6 +113,8 @@ class WebhookReceiver:
         metrics_route: bool = False,
         close_inbox: bool = True,
         consumer: str | None = None,
+        telemetry: ReceiverTelemetry | None = None,
+        metrics_token: str | None = None,
     ) -> None:
         check_receiver_options(
             inbox=inbox,
@@ -127,6 +138,11 @@ class WebhookReceiver:
             },
             drain_timeout=drain_timeout,
         )
+        telemetry = receiver_telemetry(
+            telemetry, metrics_route=metrics_route, metrics_token=metrics_token
+        )
+        self.telemetry = telemetry or NO_RECEIVER_TELEMETRY
+        self._metrics_token = metrics_token
         self.inbox = inbox
         self.verifier = verifier
         self.client = client
@@ -159,6 +175,7 @@ class WebhookReceiver:
             client=client,
             fetch_timeout=float(fetch_timeout),
             poll_interval=float(poll_interval),
+            telemetry=self.telemetry,
             **pool_options,
         )
         self._app: web.Application | None = None
@@ -186,61 +203,17 @@ class WebhookReceiver:
             depth=self._depth,
             stored=self._stored,
             fetch_back=client is not None,
+            telemetry=self.telemetry,
         )
-
-    # -- one-call setup -----------------------------------------------------------------------
-
-    @classmethod
-    def from_backend(
-        cls,
-        backend: Backend,
-        *,
-        verifier: Verifier,
-        handler: Callable[..., Awaitable[None]] | None = None,
-        **options: Any,
-    ) -> WebhookReceiver:
-        """A receiver on ``backend``'s inbox and registry, which it owns: they close when it
-        stops.  ``handler`` (optional) is registered for every event; ``options`` are the
-        constructor's."""
-        receiver = cls(inbox=backend.inbox, registry=backend.registry, verifier=verifier, **options)
-        receiver._life.backend = backend
-        if handler is not None:
-            receiver.add_handler(handler)
-        return receiver
-
-    @classmethod
-    def from_redis(
-        cls,
-        url: str = DEFAULT_REDIS_URL,
-        *,
-        verifier: Verifier,
-        handler: Callable[..., Awaitable[None]] | None = None,
-        prefix: str = DEFAULT_PREFIX,
-        claim_timeout: float = DEFAULT_CLAIM_TIMEOUT,
-        **options: Any,
-    ) -> WebhookReceiver:
-        """One node of a group sharing Redis at ``url`` under ``prefix``: a
-        :class:`~webhooks.RedisBackend`'s inbox and registry (``receiver.registry``, to wait on),
-        closed when the receiver stops."""
-        backend = RedisBackend(url, prefix=prefix, claim_timeout=claim_timeout)
-        return cls.from_backend(backend, verifier=verifier, handler=handler, **options)
-
-    @classmethod
-    def from_postgres(
-        cls,
-        dsn: str,
-        *,
-        verifier: Verifier,
-        handler: Callable[..., Awaitable[None]] | None = None,
-        schema: str = DEFAULT_SCHEMA,
-        claim_timeout: float = DEFAULT_CLAIM_TIMEOUT,
-        **options: Any,
-    ) -> WebhookReceiver:
-        """One node of a group sharing the PostgreSQL ``schema`` at ``dsn``: a
-        :class:`~webhooks.PostgresBackend`'s inbox and registry (``receiver.registry``, to wait
-        on), closed when the receiver stops."""
-        backend = PostgresBackend(dsn, schema=schema, claim_timeout=claim_timeout)
-        return cls.from_backend(backend, verifier=verifier, handler=handler, **options)
+        if telemetry is not None:
+            bind_receiver_telemetry(
+                telemetry,
+                self.metrics,
+                backlog=lambda: self._pool.backlog,
+                in_flight=lambda: self._pool.in_flight,
+                oldest_received_at=self._pool.oldest_received_at,
+                registry=registry,
+            )
 
     def __repr__(self) -> str:
         return (
@@ -308,7 +281,9 @@ class WebhookReceiver:
             app[INTAKE_KEY] = self._intake
             app.router.add_post("/", self._intake.handle)
             if self.metrics_route:
-                app.router.add_get("/metrics", self._metrics_view)
+                assert self.telemetry.registry is not None  # checked in __init__
+                view = metrics_view(self.telemetry.registry, self._metrics_token)
+                app.router.add_get("/metrics", view)
             app.router.add_post(f"/{{{TOKEN_PARAM}}}", self._intake.handle)
             app.on_shutdown.append(self._on_shutdown)
             app.cleanup_ctx.append(self._lifespan)
@@ -384,14 +359,6 @@ class WebhookReceiver:
     def _stored(self) -> None:
         self._depth.stored()
         self._pool.stored()
-
-    async def _metrics_view(self, _request: web.Request) -> web.Response:
-        snapshot = self.metrics.snapshot()
-        snapshot["backlog"] = self._pool.backlog
-        snapshot["depth"] = self._depth.estimate
-        snapshot["in_flight"] = self._pool.in_flight
-        snapshot["state"] = self._life.state
-        return web.json_response(snapshot)
 
 
 RECEIVER_KEY: Final = web.AppKey("webhooks.receiver", WebhookReceiver)

@@ -157,7 +157,8 @@ class Processes:
         if process_group_id is not None:
             body["process_group_id"] = process_group_id
         if self._core.generation_limit is not None:
-            await self._core.generation_limit.acquire()
+            with self._core.transport.telemetry.generation_slot():
+                await self._core.generation_limit.acquire()
         request = Request(method="POST", url=self._core.fixed_url("v3", "process"), json=body)
         return await self._core.send(request, self._core.decoder(CreatedProcesses), timeout)
 

@@ -34,6 +34,7 @@ PUBLIC = {
     "PostgresRegistry",
     "PostgresWrites",
     "ProcessClient",
+    "ReceiverTelemetry",
     "RedactingAccessLogger",
     "RedisBackend",
     "RedisInbox",
@@ -52,6 +53,7 @@ PUBLIC = {
     "UnknownEntryError",
     "Verifier",
     "WebhookReceiver",
+    "metrics_app",
     "parse_delivery",
 }
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import io
-import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from aiohttp import web
+from prometheus_client.parser import text_string_to_metric_families
 from whtools import (
     HOOK,
     JSON,
@@ -38,6 +38,9 @@ from webhooks import (
     TokenVerifier,
     WebhookReceiver,
 )
+
+METRICS_TOKEN = "scrape-" + "m" * 24
+SCRAPER = {"Authorization": f"Bearer {METRICS_TOKEN}"}
 
 
 def make(inbox: Inbox | None = None, **options: object) -> WebhookReceiver:
@@ -280,7 +283,10 @@ async def test_setup_routes_each_path_token_on_the_host_app() -> None:
 
     def build() -> WebhookReceiver:
         return WebhookReceiver(
-            inbox=MemoryInbox(), verifier=TokenVerifier([TOKEN, OLD_TOKEN]), metrics_route=True
+            inbox=MemoryInbox(),
+            verifier=TokenVerifier([TOKEN, OLD_TOKEN]),
+            metrics_route=True,
+            metrics_token=METRICS_TOKEN,
         )
 
     app = web.Application()
@@ -305,7 +311,8 @@ async def test_setup_routes_each_path_token_on_the_host_app() -> None:
             assert answer.status == 200
         wrong = await client.post("/in/hooks/" + "w" * 40, data=encode(payload()), headers=JSON)
         assert wrong.status == 401
-        assert (await client.get("/in/hooks/metrics")).status == 200
+        scrape = await client.get("/in/hooks/metrics", headers=SCRAPER)
+        assert scrape.status == 200
     assert receiver.metrics.accepted == 2
 
 
@@ -507,23 +514,40 @@ async def test_known_process_filter_takes_an_async_lookup() -> None:
     assert not await check("other")
 
 
-async def test_metrics_route_reports_counts_and_ack_latency() -> None:
-    receiver = make(metrics_route=True)
+async def test_metrics_route_serves_counts_and_ack_latency_to_its_scrapers_only() -> None:
+    receiver = make(metrics_route=True, metrics_token=METRICS_TOKEN)
     async with serve(receiver) as client:
         await client.post(HOOK, data=encode(payload()), headers=JSON)
         await client.post(HOOK, data=encode(payload()), headers=JSON)
         await client.post(HOOK, data=b"{", headers=JSON)
         await idle(receiver)
-        response = await client.get("/hooks/metrics")
+        assert (await client.get("/hooks/metrics")).status == 401
+        wrong = await client.get("/hooks/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert wrong.status == 401
+        response = await client.get("/hooks/metrics", headers=SCRAPER)
         assert response.status == 200
-        snapshot = json.loads(await response.text())
-    assert snapshot["received"] == 3
-    assert snapshot["accepted"] == 1
-    assert snapshot["duplicate"] == 1
-    assert snapshot["rejected"] == {"bad_json": 1}
-    assert snapshot["processed"] == 1
-    assert snapshot["ack_latency"]["count"] == 2
-    assert snapshot["ack_latency"]["p99"] >= snapshot["ack_latency"]["p50"] > 0
+        families = {
+            family.name: family for family in text_string_to_metric_families(await response.text())
+        }
+    deliveries = {
+        (s.labels["outcome"], s.labels["reason"]): s.value
+        for s in families["webhooks_deliveries"].samples
+    }
+    assert deliveries == {("accepted", ""): 1, ("duplicate", ""): 1, ("rejected", "bad_json"): 1}
+    entries = {s.labels["outcome"]: s.value for s in families["webhooks_entries"].samples}
+    assert entries["processed"] == 1
+    latency = {s.name: s.value for s in families["webhooks_ack_latency_seconds"].samples}
+    assert latency["webhooks_ack_latency_seconds_count"] == 2
+    assert latency["webhooks_ack_latency_seconds_sum"] > 0
+
+
+def test_the_metrics_route_stays_off_unless_it_has_a_token() -> None:
+    with pytest.raises(ConfigurationError, match="metrics_token"):
+        make(metrics_route=True)
+    with pytest.raises(ConfigurationError, match="at least 16 characters"):
+        make(metrics_route=True, metrics_token="short")
+    receiver = make()
+    assert not [r for r in receiver.app.router.resources() if "metrics" in r.canonical]
 
 
 async def test_the_sub_app_mounts_with_add_subapp_too() -> None:

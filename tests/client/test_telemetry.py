@@ -1,0 +1,186 @@
+"""The client's Prometheus metrics and OpenTelemetry spans, read back as a dashboard or a trace
+viewer would: the exposition parsed by prometheus-client's own parser, spans from the SDK's
+in-memory exporter."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from PIL import Image
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from asyncsdk import (
+    PROCESS_ID_ATTRIBUTE,
+    Client,
+    ClientTelemetry,
+    ConfigurationError,
+    GenerationLimit,
+    ProcessStatus,
+    ToolSlug,
+)
+from asyncsdk.sandbox import Sandbox
+
+from ._fake import API_KEY, FakeService, Reply, process_json
+from .conftest import MakeClient
+
+
+def samples(telemetry: ClientTelemetry) -> list[tuple[str, dict[str, str], float]]:
+    assert telemetry.registry is not None
+    text = generate_latest(telemetry.registry).decode()
+    return [
+        (sample.name, sample.labels, sample.value)
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    ]
+
+
+def tracing() -> tuple[TracerProvider, InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider, exporter
+
+
+def attributes(span: ReadableSpan) -> dict[str, Any]:
+    return dict(span.attributes or {})
+
+
+async def test_requests_and_retries_are_counted_by_route_template(
+    fake: FakeService, make_client: MakeClient
+) -> None:
+    telemetry = ClientTelemetry(metrics=True)
+    client = make_client(telemetry=telemetry)
+    fake.script(
+        "GET", "/v3/process/pr-42", Reply(status=503), Reply(json=process_json("pr-42", "done"))
+    )
+    await client.processes.get("pr-42")
+
+    found = samples(telemetry)
+    route = {"method": "GET", "endpoint": "/v3/process/{process_id}"}
+    assert ("asyncsdk_client_requests_total", {**route, "status": "503"}, 1.0) in found
+    assert ("asyncsdk_client_requests_total", {**route, "status": "200"}, 1.0) in found
+    assert ("asyncsdk_client_retries_total", {**route, "reason": "503"}, 1.0) in found
+    assert ("asyncsdk_client_request_duration_seconds_count", route, 2.0) in found
+    assert not [s for s in found if "pr-42" in str(s[1])], "no raw id becomes a label"
+
+
+async def test_each_attempt_is_a_client_span_without_secrets(
+    fake: FakeService, make_client: MakeClient
+) -> None:
+    provider, exporter = tracing()
+    client = make_client(telemetry=ClientTelemetry(tracing=provider))
+    fake.script(
+        "GET", "/v3/process/pr-7", Reply(status=429), Reply(json=process_json("pr-7", "done"))
+    )
+    await client.processes.get("pr-7")
+
+    first, second = exporter.get_finished_spans()
+    assert first.name == second.name == "GET /v3/process/{process_id}"
+    assert attributes(first) == {
+        "http.request.method": "GET",
+        "server.address": "127.0.0.1",
+        "server.port": fake.url.port,
+        "url.full": f"http://127.0.0.1:{fake.url.port}/v3/process/pr-7",
+        "url.template": "/v3/process/{process_id}",
+        PROCESS_ID_ATTRIBUTE: "pr-7",
+        "http.response.status_code": 429,
+        "error.type": "429",
+    }
+    assert attributes(second)["http.request.resend_count"] == 1
+    assert attributes(second)["http.response.status_code"] == 200
+    assert "error.type" not in attributes(second)
+    assert API_KEY not in repr([attributes(span) for span in (first, second)])
+
+
+async def test_a_connection_failure_is_a_span_with_its_error_type(
+    make_client: MakeClient, free_port: int
+) -> None:
+    provider, exporter = tracing()
+    client = make_client(
+        base_url=f"http://127.0.0.1:{free_port}", telemetry=ClientTelemetry(tracing=provider)
+    )
+    with pytest.raises(Exception, match="could not connect"):
+        await client.processes.get("pr-1")
+    spans = exporter.get_finished_spans()
+    assert spans, "every attempt, failed or not, is a span"
+    assert all(attributes(span)["error.type"] == "ClientConnectorError" for span in spans)
+    assert all("http.response.status_code" not in attributes(span) for span in spans)
+
+
+async def test_the_wait_for_a_generation_slot_is_measured(
+    fake: FakeService, make_client: MakeClient
+) -> None:
+    telemetry = ClientTelemetry(metrics=True)
+    client = make_client(
+        telemetry=telemetry, generation_limit=GenerationLimit(max_calls=1, period=0.3)
+    )
+    fake.script("POST", "/v3/process", Reply(status=201, json={"process_ids": ["a"]}))
+    await asyncio.gather(
+        client.processes.create("o1", ToolSlug.DAY_TO_DUSK, inputs="as1", validate=False),
+        client.processes.create("o1", ToolSlug.DAY_TO_DUSK, inputs="as1", validate=False),
+    )
+    found = {name: value for name, _, value in samples(telemetry)}
+    assert found["asyncsdk_client_generation_wait_seconds_count"] == 2
+    assert found["asyncsdk_client_generation_wait_seconds_sum"] >= 0.25
+
+
+async def test_a_run_is_one_trace_from_upload_to_completion(sandbox: Sandbox) -> None:
+    provider, exporter = tracing()
+    buffer = io.BytesIO()
+    Image.new("RGB", (64, 48), (120, 140, 160)).save(buffer, "JPEG")
+    async with sandbox.client(telemetry=ClientTelemetry(tracing=provider)) as client:
+        process = await client.run(ToolSlug.DAY_TO_DUSK, buffer.getvalue(), timeout=30)
+    assert process.status == ProcessStatus.DONE
+
+    spans = exporter.get_finished_spans()
+    (run,) = [span for span in spans if span.name == "asyncsdk.run"]
+    assert attributes(run)[PROCESS_ID_ATTRIBUTE] == process.id
+    assert [event.name for event in run.events] == ["process.completed"]
+    children = [span.name for span in spans if span.parent is not None]
+    assert run.context is not None
+    assert all(
+        span.parent.span_id == run.context.span_id for span in spans if span.parent is not None
+    )
+    assert "POST /v3/order" in children
+    assert "POST /v3/process" in children
+    assert "GET /v3/process/{process_id}" in children
+
+
+async def test_clients_with_their_own_telemetry_live_side_by_side(
+    fake: FakeService, make_client: MakeClient
+) -> None:
+    first, second = ClientTelemetry(metrics=True), ClientTelemetry(metrics=True)
+    fake.script("GET", "/v3/process/x", Reply(json=process_json("x", "done")))
+    await make_client(telemetry=first).processes.get("x")
+    await make_client(telemetry=second).processes.get("x")
+    await make_client(telemetry=second).processes.get("x")
+    count = "asyncsdk_client_request_duration_seconds_count"
+    assert [value for name, _, value in samples(first) if name == count] == [1.0]
+    assert [value for name, _, value in samples(second) if name == count] == [2.0]
+
+
+async def test_log_records_of_a_request_carry_its_process_id(
+    fake: FakeService, client: Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="asyncsdk")
+    fake.script("GET", "/v3/process/pr-5", Reply(status=503), Reply(json=process_json("pr-5")))
+    await client.processes.get("pr-5")
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "asyncsdk"]
+    assert [level for level, _ in lines] == ["DEBUG", "INFO", "DEBUG"]  # attempt, retry, attempt
+    assert all(getattr(r, "process_id", None) == "pr-5" for r in caplog.records)
+    assert API_KEY not in caplog.text + repr([vars(r) for r in caplog.records])
+
+
+def test_a_wrong_setting_names_the_fix() -> None:
+    with pytest.raises(ConfigurationError, match="CollectorRegistry"):
+        ClientTelemetry(metrics="yes")
+    with pytest.raises(ConfigurationError, match="TracerProvider"):
+        ClientTelemetry(tracing=object())

@@ -1,0 +1,241 @@
+"""Metrics, traces and logs of a photo's whole path: the client uploads and creates a process in
+the sandbox, the sandbox delivers the webhook to a receiver, a handler runs, the waiting client
+wakes.  Read back as operators would: the metrics scraped over HTTP and parsed with
+prometheus-client's parser, the spans from the OpenTelemetry SDK's in-memory exporter, the log
+records as a log handler gets them."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp.test_utils import TestServer
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from PIL import Image
+from prometheus_client import CollectorRegistry
+from prometheus_client.parser import text_string_to_metric_families
+from whtools import HOOK, JSON, TOKEN, encode, idle, payload, serve
+
+from asyncsdk import (
+    PROCESS_ID_ATTRIBUTE,
+    ClientTelemetry,
+    ConfigurationError,
+    ProcessCompleted,
+    ProcessStatus,
+    ToolSlug,
+)
+from asyncsdk.sandbox import Sandbox
+from webhooks import (
+    MemoryInbox,
+    ReceiverTelemetry,
+    RedactingAccessLogger,
+    Registry,
+    TokenVerifier,
+    WebhookReceiver,
+    metrics_app,
+)
+
+
+def jpeg() -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (64, 48), (120, 90, 60)).save(buffer, "JPEG")
+    return buffer.getvalue()
+
+
+def tracing() -> tuple[TracerProvider, InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider, exporter
+
+
+def attributes(span: ReadableSpan) -> dict[str, Any]:
+    return dict(span.attributes or {})
+
+
+async def scrape(url: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """GET the metrics and parse them with prometheus-client's own parser."""
+    async with aiohttp.ClientSession() as http, http.get(url) as response:
+        assert response.status == 200
+        assert response.headers["Content-Type"].startswith("text/plain")
+        text = await response.text()
+    found: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            found.setdefault(sample.name, []).append((sample.labels, sample.value))
+    return found
+
+
+@pytest.fixture
+async def metrics_port() -> AsyncIterator[tuple[CollectorRegistry, str]]:
+    """One registry for the client and the receiver, served on a port of its own."""
+    registry = CollectorRegistry()
+    server = TestServer(metrics_app(registry), host="127.0.0.1")
+    await server.start_server()
+    yield registry, str(server.make_url("/metrics"))
+    await server.close()
+
+
+async def test_a_photo_from_upload_to_process_completed(
+    sandbox: Sandbox,
+    metrics_port: tuple[CollectorRegistry, str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    registry, metrics_url = metrics_port
+    provider, exporter = tracing()
+    waiters = Registry()
+    receiver = WebhookReceiver(
+        inbox=MemoryInbox(),
+        verifier=TokenVerifier(TOKEN),
+        registry=waiters,
+        poll_interval=0.05,
+        telemetry=ReceiverTelemetry(metrics=registry, tracing=provider),
+    )
+    handled: list[ProcessCompleted] = []
+
+    @receiver.on_completed()
+    async def publish(event: ProcessCompleted) -> None:
+        handled.append(event)
+
+    telemetry = ClientTelemetry(metrics=registry, tracing=provider)
+    # The access log as the docs set it up: the token in the hook's path is shown as ***.
+    redacted = {"access_log_class": RedactingAccessLogger}
+    async with (
+        serve(receiver, server_options=redacted) as http,
+        sandbox.client(telemetry=telemetry) as client,
+    ):
+        sandbox.register_webhook(str(http.make_url(HOOK)))
+        process = await client.run(
+            ToolSlug.DAY_TO_DUSK, jpeg(), timeout=30, registry=waiters, webhook_grace=30
+        )
+        await sandbox.wait_idle()
+        await idle(receiver)
+        found = await scrape(metrics_url)
+    assert process.status == ProcessStatus.DONE
+    assert [event.process_id for event in handled] == [process.id]
+
+    # Metrics: the client's and the receiver's, from one scrape.
+    assert ({"outcome": "accepted", "reason": ""}, 1.0) in found["webhooks_deliveries_total"]
+    assert ({"outcome": "processed"}, 1.0) in found["webhooks_entries_total"]
+    assert found["webhooks_ack_latency_seconds_count"] == [({}, 1.0)]
+    handler_runs = found["webhooks_handler_duration_seconds_count"]
+    assert handler_runs == [({"handler": publish.__qualname__, "outcome": "ok"}, 1.0)]
+    assert found["webhooks_inbox_backlog"] == [({}, 0.0)]
+    assert found["webhooks_registry_waiters"] == [({}, 0.0)]
+    created = {"method": "POST", "endpoint": "/v3/process", "status": "201"}
+    assert (created, 1.0) in found["asyncsdk_client_requests_total"]
+
+    # Traces: the run from upload to completion, and the delivery and handler of its process.
+    spans = exporter.get_finished_spans()
+    by_name: dict[str, list[ReadableSpan]] = {}
+    for span in spans:
+        by_name.setdefault(span.name, []).append(span)
+    (run,) = by_name["asyncsdk.run"]
+    assert attributes(run)[PROCESS_ID_ATTRIBUTE] == process.id
+    assert run.context is not None
+    uploads = by_name["POST /v3/order"]
+    assert [span.parent.span_id for span in uploads if span.parent] == [run.context.span_id]
+    (delivery,) = by_name["webhooks.delivery"]
+    assert attributes(delivery)[PROCESS_ID_ATTRIBUTE] == process.id
+    assert attributes(delivery)["http.response.status_code"] == 200
+    assert attributes(delivery)["webhooks.event_id"] == f"process.completed:{process.id}:done"
+    (dispatch,) = by_name["webhooks.dispatch"]
+    (handler,) = by_name["webhooks.handler"]
+    assert dispatch.context is not None
+    assert handler.parent is not None
+    assert handler.parent.span_id == dispatch.context.span_id
+    assert attributes(handler)["webhooks.handler"] == publish.__qualname__
+    assert run.start_time is not None
+    assert delivery.start_time is not None
+    assert run.start_time < delivery.start_time
+    every_attribute = repr([attributes(span) for span in spans])
+    assert sandbox.api_key not in every_attribute
+    assert TOKEN not in every_attribute
+
+    # Logs: what happened, one line each, with the ids as fields and neither secret anywhere.
+    about = [r for r in caplog.records if getattr(r, "process_id", None) == process.id]
+    assert {r.getMessage() for r in about} >= {
+        f"webhook for process {process.id} (done) is stored",
+        f"webhook for process {process.id} (done) handled",
+    }
+    assert all(r.event_id == f"process.completed:{process.id}:done" for r in about)  # type: ignore[attr-defined]
+    assert all("\n" not in r.getMessage() for r in caplog.records)
+    everything = caplog.text + repr([vars(r) for r in caplog.records])
+    assert sandbox.api_key not in everything
+    assert TOKEN not in everything
+
+
+async def test_a_failing_handler_is_an_error_span_and_an_error_duration() -> None:
+    provider, exporter = tracing()
+    telemetry = ReceiverTelemetry(metrics=True, tracing=provider)
+    receiver = WebhookReceiver(
+        inbox=MemoryInbox(),
+        verifier=TokenVerifier(TOKEN),
+        poll_interval=0.05,
+        retry_base=0.01,
+        telemetry=telemetry,
+    )
+    calls = 0
+
+    @receiver.on_completed()
+    async def flaky(event: ProcessCompleted) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("the downstream store is down")
+
+    async with serve(receiver) as http:
+        answer = await http.post(HOOK, data=encode(payload("p-9")), headers=JSON)
+        assert answer.status == 200
+        for _ in range(200):
+            if calls >= 2:
+                break
+            await asyncio.sleep(0.02)
+        await idle(receiver)
+    handlers = [span for span in exporter.get_finished_spans() if span.name == "webhooks.handler"]
+    assert [attributes(span).get("error.type") for span in handlers] == ["RuntimeError", None]
+    assert telemetry.registry is not None
+    runs = {
+        sample.labels["outcome"]: sample.value
+        for family in text_string_to_metric_families(
+            (await _exposition(telemetry.registry)).decode()
+        )
+        for sample in family.samples
+        if sample.name == "webhooks_handler_duration_seconds_count"
+    }
+    assert runs == {"error": 1.0, "ok": 1.0}
+
+
+async def _exposition(registry: CollectorRegistry) -> bytes:
+    server = TestServer(metrics_app(registry, token="t" * 20), host="127.0.0.1")
+    await server.start_server()
+    try:
+        async with aiohttp.ClientSession() as http:
+            url = server.make_url("/metrics")
+            async with http.get(url) as refused:
+                assert refused.status == 401
+            async with http.get(url, headers={"Authorization": "Bearer " + "t" * 20}) as ok:
+                return await ok.read()
+    finally:
+        await server.close()
+
+
+def test_receivers_in_one_process_keep_their_metrics_apart() -> None:
+    first = ReceiverTelemetry(metrics=True)
+    second = ReceiverTelemetry(metrics=True)
+    for telemetry in (first, second):
+        WebhookReceiver(inbox=MemoryInbox(), verifier=TokenVerifier(TOKEN), telemetry=telemetry)
+    assert first.registry is not second.registry
+    with pytest.raises(ConfigurationError, match="one per receiver"):
+        WebhookReceiver(inbox=MemoryInbox(), verifier=TokenVerifier(TOKEN), telemetry=first)
+    shared = ReceiverTelemetry(metrics=first.registry)
+    with pytest.raises(ConfigurationError, match="CollectorRegistry of its own"):
+        WebhookReceiver(inbox=MemoryInbox(), verifier=TokenVerifier(TOKEN), telemetry=shared)

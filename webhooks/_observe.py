@@ -1,0 +1,330 @@
+"""The receiver's Prometheus metrics and OpenTelemetry spans: what it reports, and when.
+
+Optional: prometheus-client (the ``metrics`` extra) and opentelemetry-api (the ``tracing`` extra)
+are imported only when a :class:`ReceiverTelemetry` asks for them; a receiver without one uses
+:data:`NO_RECEIVER_TELEMETRY`, whose hooks do nothing.
+
+The counters the receiver keeps anyway (:class:`~webhooks.Metrics`) and its gauges are read when
+Prometheus scrapes, by one collector, so the request path pays nothing for them; only handler
+durations are observed as they happen.  Spans: one server span per delivery, one consumer span per
+entry handed to the handlers, one span per handler run; each carries the process id
+(``asyncsdk.process_id``) and the event id (``webhooks.event_id``), never the URL, which holds
+the token.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
+
+from asyncsdk import PROCESS_ID_ATTRIBUTE, ConfigurationError, ProcessCompleted
+from webhooks._contract import InboxEntry
+from webhooks._metrics import BOUNDS, Gauges, Metrics
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span, Tracer
+    from prometheus_client import CollectorRegistry
+
+__all__ = [
+    "NO_RECEIVER_TELEMETRY",
+    "DeliverySpan",
+    "ReceiverTelemetry",
+    "WaiterCount",
+    "bind_receiver_telemetry",
+    "log_fields",
+    "receiver_telemetry",
+]
+
+EVENT_ID_ATTRIBUTE: Final = "webhooks.event_id"
+
+
+def event_id(event: ProcessCompleted) -> str:
+    """The id of an event in logs and spans: ``process.completed:<process id>:<status>``."""
+    return ":".join(event.dedup_key)
+
+
+def log_fields(event: ProcessCompleted) -> dict[str, str]:
+    """The ``extra`` of a log record about ``event``: its process id and event id."""
+    return {"process_id": event.process_id, "event_id": event_id(event)}
+
+
+@runtime_checkable
+class WaiterCount(Protocol):
+    """A result sink that can say how many coroutines wait on it (every registry can)."""
+
+    @property
+    def pending_count(self) -> int: ...
+
+
+class _Untracked:
+    """A delivery, entry or handler nobody records."""
+
+    __slots__ = ()
+
+    def event(self, event: ProcessCompleted) -> None:
+        pass
+
+    def answered(self, status: int) -> None:
+        pass
+
+    def __enter__(self) -> _Untracked:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        pass
+
+
+_UNTRACKED: Final = _Untracked()
+
+
+class _Delivery:
+    """The server span of one delivery."""
+
+    __slots__ = ("_owner", "_span")
+
+    def __init__(self, owner: ReceiverTelemetry, tracer: Tracer) -> None:
+        self._owner = owner
+        self._span = tracer.start_span(
+            "webhooks.delivery",
+            kind=owner.kinds["server"],
+            attributes={"http.request.method": "POST"},
+        )
+
+    def event(self, event: ProcessCompleted) -> None:
+        self._span.set_attribute(PROCESS_ID_ATTRIBUTE, event.process_id)
+        self._span.set_attribute(EVENT_ID_ATTRIBUTE, event_id(event))
+
+    def answered(self, status: int) -> None:
+        self._span.set_attribute("http.response.status_code", status)
+        if status >= 500:
+            self._span.set_attribute("error.type", str(status))
+            self._span.set_status(self._owner.kinds["error"], str(status))
+
+    def __enter__(self) -> _Delivery:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is not None:
+            self._span.set_attribute("error.type", exc_type.__name__)
+            self._span.set_status(self._owner.kinds["error"], exc_type.__name__)
+        self._span.end()
+
+
+def _missing(extra: str, package: str) -> ConfigurationError:
+    return ConfigurationError(
+        f"{package} is not installed: pip install 'asyncsdk[{extra}]' to turn {extra} on"
+    )
+
+
+def _load_registry(metrics: object) -> CollectorRegistry | None:
+    """The registry ``metrics=`` asks for: ``True`` a new one, a registry itself, ``False`` none."""
+    if metrics is False:
+        return None
+    try:
+        from prometheus_client import CollectorRegistry
+    except ImportError:
+        raise _missing("metrics", "prometheus-client") from None
+    if metrics is True:
+        return CollectorRegistry(auto_describe=True)
+    if isinstance(metrics, CollectorRegistry):
+        return metrics
+    raise ConfigurationError(
+        "metrics must be True, False or a prometheus_client.CollectorRegistry, "
+        f"not {type(metrics).__name__}"
+    )
+
+
+class ReceiverTelemetry:
+    """Metrics and spans of one receiver: ``WebhookReceiver(telemetry=ReceiverTelemetry(...))``.
+
+    ``metrics``: ``True`` for a new ``prometheus_client.CollectorRegistry`` of its own (at
+    :attr:`registry`), or your registry (one receiver per registry; the metrics of a
+    :class:`~asyncsdk.ClientTelemetry` may share it).  The default global registry is never used
+    unless you pass it.  Metrics: ``webhooks_deliveries_total`` (outcome, reason),
+    ``webhooks_ack_latency_seconds``, ``webhooks_handler_duration_seconds`` (handler, outcome),
+    ``webhooks_entries_total`` (outcome: processed, failed, retried, dead_lettered, replayed,
+    forged, rewritten), ``webhooks_inbox_backlog``, ``webhooks_in_flight``,
+    ``webhooks_oldest_pending_age_seconds`` (of the entries this receiver holds) and
+    ``webhooks_registry_waiters``.
+
+    ``tracing``: ``True`` for the global OpenTelemetry tracer provider, or a provider of yours:
+    ``webhooks.delivery`` (server), ``webhooks.dispatch`` (consumer) and ``webhooks.handler``
+    spans, each with ``asyncsdk.process_id`` and ``webhooks.event_id``.
+    """
+
+    def __init__(self, *, metrics: object = False, tracing: object = False) -> None:
+        self.registry: CollectorRegistry | None = _load_registry(metrics)
+        self._tracer: Tracer | None = None
+        self.kinds: dict[str, Any] = {}
+        self._handler_seconds: Any = None
+        self._bound = False
+        if tracing is not False:
+            try:
+                from opentelemetry import trace
+            except ImportError:
+                raise _missing("tracing", "opentelemetry-api") from None
+            if tracing is not True and not isinstance(tracing, trace.TracerProvider):
+                raise ConfigurationError(
+                    "tracing must be True (the global tracer provider), False or an "
+                    f"opentelemetry.trace.TracerProvider, not {type(tracing).__name__}"
+                )
+            provider = None if tracing is True else tracing
+            self._tracer = trace.get_tracer("webhooks", tracer_provider=provider)
+            self.kinds = {
+                "server": trace.SpanKind.SERVER,
+                "consumer": trace.SpanKind.CONSUMER,
+                "error": trace.StatusCode.ERROR,
+            }
+
+    def __repr__(self) -> str:
+        return (
+            f"<ReceiverTelemetry metrics={self.registry is not None} "
+            f"tracing={self._tracer is not None}>"
+        )
+
+    def bind(self, metrics: Metrics, gauges: Gauges) -> None:
+        """Register this receiver's collector and handler histogram (once, by the receiver)."""
+        if self._bound:
+            raise ConfigurationError(
+                "this ReceiverTelemetry serves another receiver already; build one per receiver"
+            )
+        self._bound = True
+        if self.registry is None:
+            return
+        from prometheus_client import Histogram
+
+        from webhooks._exposition import ReceiverCollector
+
+        try:
+            self.registry.register(ReceiverCollector(metrics, gauges))
+            self._handler_seconds = Histogram(
+                "webhooks_handler_duration_seconds",
+                "Seconds per handler run, by handler and outcome (ok, error, timeout)",
+                ["handler", "outcome"],
+                buckets=(*BOUNDS, 30.0, 60.0),
+                registry=self.registry,
+            )
+        except ValueError as exc:
+            raise ConfigurationError(
+                f"the registry holds these metrics already ({exc}): give each receiver a "
+                "CollectorRegistry of its own (metrics=True makes one)"
+            ) from None
+
+    def delivery(self) -> DeliverySpan:
+        """The span of one delivery, from the first byte to the answer."""
+        if self._tracer is None:
+            return _UNTRACKED
+        return _Delivery(self, self._tracer)
+
+    def dispatch(self, entry: InboxEntry) -> AbstractContextManager[object]:
+        """The span of one claimed entry, current while it runs so handler spans are its own."""
+        if self._tracer is None:
+            return _UNTRACKED
+        event = entry.event
+        attributes: dict[str, str | int] = {
+            PROCESS_ID_ATTRIBUTE: event.process_id,
+            EVENT_ID_ATTRIBUTE: event_id(event),
+            "webhooks.entry_id": entry.id,
+            "webhooks.attempt": entry.attempts,
+        }
+        return self._tracer.start_as_current_span(
+            "webhooks.dispatch", kind=self.kinds["consumer"], attributes=attributes
+        )
+
+    def handler(self, name: str, event: ProcessCompleted) -> AbstractContextManager[object]:
+        """One handler run: its span and its duration."""
+        if self._tracer is None and self._handler_seconds is None:
+            return _UNTRACKED
+        return self._handler_run(name, event)
+
+    @contextmanager
+    def _handler_run(self, name: str, event: ProcessCompleted) -> Iterator[None]:
+        span: Span | None = None
+        if self._tracer is not None:
+            span = self._tracer.start_span(
+                "webhooks.handler",
+                attributes={"webhooks.handler": name, PROCESS_ID_ATTRIBUTE: event.process_id},
+            )
+        started = time.perf_counter()
+        outcome = "error"
+        try:
+            yield
+            outcome = "ok"
+        except TimeoutError:
+            outcome = "timeout"
+            raise
+        except BaseException as exc:
+            if span is not None:
+                span.set_attribute("error.type", type(exc).__name__)
+            raise
+        finally:
+            if self._handler_seconds is not None:
+                self._handler_seconds.labels(name, outcome).observe(time.perf_counter() - started)
+            if span is not None:
+                if outcome != "ok":
+                    span.set_status(self.kinds["error"], outcome)
+                    if outcome == "timeout":
+                        span.set_attribute("error.type", "timeout")
+                span.end()
+
+
+#: The span of one delivery, or nothing when tracing is off.
+DeliverySpan = _Delivery | _Untracked
+
+#: The telemetry of a receiver that asked for none: every hook does nothing.
+NO_RECEIVER_TELEMETRY: Final = ReceiverTelemetry()
+
+
+def receiver_telemetry(
+    telemetry: object, *, metrics_route: bool, metrics_token: object
+) -> ReceiverTelemetry | None:
+    """The receiver's checked ``telemetry=``; with ``metrics_route``, one that has metrics."""
+    if telemetry is not None and not isinstance(telemetry, ReceiverTelemetry):
+        raise ConfigurationError("telemetry must be a ReceiverTelemetry(metrics=..., tracing=...)")
+    if metrics_token is not None and (
+        not isinstance(metrics_token, str) or len(metrics_token) < 16
+    ):
+        raise ConfigurationError(
+            "metrics_token must be a string of at least 16 characters, "
+            "e.g. secrets.token_urlsafe(32)"
+        )
+    if not metrics_route:
+        return telemetry
+    if metrics_token is None:
+        raise ConfigurationError(
+            "metrics_route=True needs metrics_token=... (scrapers send it as 'Authorization: "
+            "Bearer <token>'); or serve telemetry.registry on a port of its own with "
+            "webhooks.metrics_app(registry)"
+        )
+    if telemetry is None:
+        return ReceiverTelemetry(metrics=True)
+    if telemetry.registry is None:
+        raise ConfigurationError(
+            "metrics_route=True serves the receiver's Prometheus metrics: pass "
+            "telemetry=ReceiverTelemetry(metrics=True)"
+        )
+    return telemetry
+
+
+def bind_receiver_telemetry(
+    telemetry: ReceiverTelemetry,
+    metrics: Metrics,
+    *,
+    backlog: Callable[[], int],
+    in_flight: Callable[[], int],
+    oldest_received_at: Callable[[], float | None],
+    registry: object,
+) -> None:
+    """Bind ``telemetry`` to one receiver: its counters, and the gauges read at scrape time
+    (registry waiters when ``registry`` can count them)."""
+    sink = registry if isinstance(registry, WaiterCount) else None
+    waiters = None if sink is None else lambda: sink.pending_count
+    telemetry.bind(metrics, Gauges(backlog, in_flight, oldest_received_at, waiters))
