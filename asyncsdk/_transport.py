@@ -8,7 +8,8 @@ answer means) are the pure functions of ``_protocol/``; this module only carries
 
 Session ownership: a session passed in by the caller is used as it is and never closed.  Otherwise
 the transport creates one lazily, inside the running event loop, with a connector limit equal to
-the in-flight limit, and closes it in :meth:`Transport.close`.
+the in-flight limit, and closes it in :meth:`Transport.close`.  The transport belongs to the event
+loop of its first request: used from another loop it raises ``ConfigurationError`` at once.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from yarl import URL
 
 from asyncsdk._downloads import DOWNLOAD_CHUNK
 from asyncsdk._errors import APIConnectionError, APITimeoutError, ConfigurationError
+from asyncsdk._protocol.floor import PollFloor
 from asyncsdk._protocol.requests import Request
 from asyncsdk._protocol.responses import read_response, status_error
 from asyncsdk._protocol.retry import RETRYABLE_STATUSES, RetryPolicy
@@ -125,6 +127,7 @@ class Transport:
         timeout: Timeout,
         retry: RetryPolicy,
         max_in_flight: int,
+        min_poll_interval: float = 0.0,
         rand: Callable[[], float] = random.random,
     ) -> None:
         self._api_key = api_key
@@ -136,6 +139,8 @@ class Transport:
         self._slots = asyncio.Semaphore(_slots_for(session, max_in_flight))
         self._rand = rand
         self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._floor = PollFloor(min_poll_interval)
         self._client_timeouts: dict[Timeout, aiohttp.ClientTimeout] = {}
 
     def __repr__(self) -> str:
@@ -149,6 +154,15 @@ class Transport:
         if self._closed:
             raise ConfigurationError(
                 "client is closed; create a new Client (or keep using it inside `async with`)"
+            )
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        elif loop is not self._loop:
+            raise ConfigurationError(
+                "this Client was first used in another event loop (each asyncio.run() starts a "
+                "new one); create the client inside the loop that uses it: one Client per "
+                "asyncio.run(), e.g. `async with asyncsdk.Client() as client:` in main()"
             )
         if self._session is None:
             connector = aiohttp.TCPConnector(limit=self._max_in_flight, limit_per_host=0)
@@ -175,14 +189,21 @@ class Transport:
         decode: Callable[[Any], T],
         *,
         timeout: Timeout | float | None = None,
+        retry: RetryPolicy | None = None,
     ) -> T:
-        """Send ``request`` (retrying where safe) and decode the answer with ``decode``."""
+        """Send ``request`` (retrying where safe) and decode the answer with ``decode``.
+
+        ``timeout`` and ``retry`` replace the transport's own for this request.
+        """
         self._session_in_use()
         limits = self._timeout.with_total(timeout)
+        policy = self._retry if retry is None else retry
         method = request.method
         attempt = 0
         debug = _log.isEnabledFor(logging.DEBUG)
         while True:
+            if request.floor_key is not None:
+                await self._keep_floor(request.floor_key)
             started = time.monotonic() if debug else 0.0
             try:
                 status, headers, body = await self._attempt(request, limits)
@@ -201,7 +222,7 @@ class Transport:
                 error, retryable = translate(exc, method=method, url=url, timeout=limits)
                 delay = None
                 if failure is None and retryable:
-                    delay = self._retry.after_failure(
+                    delay = policy.after_failure(
                         method,
                         attempt,
                         request_sent=error.request_sent,
@@ -226,13 +247,14 @@ class Transport:
                     raise request.form.failure
                 delay = None
                 if status in RETRYABLE_STATUSES:
-                    delay = self._retry.after_status(
+                    delay = policy.after_status(
                         method,
                         attempt,
                         status,
                         headers,
                         replayable=request.replayable,
                         rand=self._rand,
+                        generation=request.generation,
                     )
                 if delay is None:
                     return read_response(
@@ -246,7 +268,7 @@ class Transport:
                 request.url,
                 delay,
                 attempt,
-                self._retry.max_retries,
+                policy.max_retries,
                 reason,
             )
             await asyncio.sleep(delay)
@@ -302,7 +324,7 @@ class Transport:
             self._client_timeouts[limits] = found
         return found
 
-    async def _attempt(self, request: Request, limits: Timeout) -> _Answer:
+    async def _send(self, request: Request, limits: Timeout) -> _Answer:
         # The headers are built in the call so no local variable of this frame holds the key.
         # Waiting for a slot happens before the timeout starts, so a burst of calls queues here
         # instead of failing for want of a connection.
@@ -312,6 +334,22 @@ class Transport:
                 return await self._exchange(session, request, limits, None)
             async with request.form.open() as data:
                 return await self._exchange(session, request, limits, data)
+
+    async def _keep_floor(self, key: str) -> None:
+        """Wait until an attempt with this poll-floor key may be sent, and claim it."""
+        wait = self._floor.wait_time(key, time.monotonic())
+        while wait > 0:
+            # Woken at the floor, or after an in-flight attempt's interval to look again.
+            await asyncio.sleep(wait)
+            wait = self._floor.wait_time(key, time.monotonic())
+        self._floor.claim(key)
+
+    async def _attempt(self, request: Request, limits: Timeout) -> _Answer:
+        try:
+            return await self._send(request, limits)
+        finally:
+            if request.floor_key is not None:
+                self._floor.answered(request.floor_key, time.monotonic())
 
     async def _exchange(
         self,
