@@ -86,6 +86,8 @@ class _Sdk(_Calls):
             base_url=base_url,
             max_in_flight=concurrency,
             validate=self.validate,
+            # The request path is measured here, not the pacing: the documented opt-out.
+            generation_limit=None,
         )
 
     async def create(self, number: int) -> Any:

@@ -33,6 +33,8 @@ class Plan:
     e2e_poll_samples: int
     poll_default: float = 5.0
     poll_small: float = 0.1
+    pacing_photos: int = 100
+    pacing_window: float
 
     def describe(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -54,6 +56,7 @@ def make_plan(*, quick: bool, runs: int | None) -> Plan:
             wake_samples=100,
             e2e_webhook_samples=3,
             e2e_poll_samples=4,
+            pacing_window=1.0,
         )
     return Plan(
         quick=False,
@@ -71,12 +74,15 @@ def make_plan(*, quick: bool, runs: int | None) -> Plan:
         wake_samples=500,
         e2e_webhook_samples=15,
         e2e_poll_samples=10,
+        pacing_window=2.0,
     )
 
 
 # Goals (2-core machine; ratios from one run).
 CLIENT_VS_AIOHTTP: Final = 0.90
 CLIENT_VS_HTTPX: Final = 8.0
+#: A batch under the generation limit: its time over the limit-bound minimum, at most.
+PACING_VS_MINIMUM: Final = 1.05
 UPLOAD_VS_AIOHTTP: Final = 0.90
 UPLOAD_RSS_MIB: Final = 8.0
 RECEIVER_VS_BARE: Final = {"memory": 0.80, "sqlite": 0.50, "redis": 0.40}
