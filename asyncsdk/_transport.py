@@ -206,7 +206,10 @@ class Transport:
                 await self._keep_floor(request.floor_key)
             started = time.monotonic() if debug else 0.0
             try:
-                status, headers, body = await self._attempt(request, limits)
+                if request.floor_key is None:
+                    status, headers, body = await self._attempt(request, limits)
+                else:
+                    status, headers, body = await self._floored_attempt(request, limits)
             except _NETWORK_ERRORS as exc:
                 if debug:
                     _log.debug(
@@ -324,7 +327,7 @@ class Transport:
             self._client_timeouts[limits] = found
         return found
 
-    async def _send(self, request: Request, limits: Timeout) -> _Answer:
+    async def _attempt(self, request: Request, limits: Timeout) -> _Answer:
         # The headers are built in the call so no local variable of this frame holds the key.
         # Waiting for a slot happens before the timeout starts, so a burst of calls queues here
         # instead of failing for want of a connection.
@@ -344,9 +347,10 @@ class Transport:
             wait = self._floor.wait_time(key, time.monotonic())
         self._floor.claim(key)
 
-    async def _attempt(self, request: Request, limits: Timeout) -> _Answer:
+    async def _floored_attempt(self, request: Request, limits: Timeout) -> _Answer:
+        """:meth:`_attempt`, telling the poll floor when it ended (answer or failure)."""
         try:
-            return await self._send(request, limits)
+            return await self._attempt(request, limits)
         finally:
             if request.floor_key is not None:
                 self._floor.answered(request.floor_key, time.monotonic())

@@ -17,7 +17,8 @@ import attrs
 
 __all__ = ["PollFloor"]
 
-#: Above this many keys, the ones whose floor has passed are forgotten.
+#: Keys are forgotten once their floor has passed, in one sweep whenever the table has grown to
+#: twice its size after the last sweep (at least this many), so a sweep costs O(1) per request.
 _KEYS_KEPT = 1024
 
 
@@ -27,6 +28,7 @@ class PollFloor:
 
     interval: float
     _next: dict[str, float] = attrs.field(factory=dict, init=False, repr=False)
+    _sweep_at: int = attrs.field(default=_KEYS_KEPT, init=False, repr=False)
 
     def wait_time(self, key: str, now: float) -> float:
         """Seconds to wait before asking again (0.0: claim and send now).
@@ -45,5 +47,6 @@ class PollFloor:
     def answered(self, key: str, now: float) -> None:
         """The attempt for ``key`` ended now: the next one waits ``interval`` from here."""
         self._next[key] = now + self.interval
-        if len(self._next) > _KEYS_KEPT:
+        if len(self._next) > self._sweep_at:
             self._next = {k: t for k, t in self._next.items() if t > now}
+            self._sweep_at = max(_KEYS_KEPT, 2 * len(self._next))
