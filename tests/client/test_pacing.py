@@ -129,6 +129,19 @@ async def test_a_429_on_generation_without_a_limiter_is_raised_at_once(
     assert len(fake.requests(*CREATE)) == 1  # never retried blindly
 
 
+async def test_a_v1_submit_is_a_generation_too(fake: FakeService, make_client: MakeClient) -> None:
+    fake.script("POST", "/v1/order", Reply(status=429, json={"error": "rate-limit exceeded"}))
+    client = make_client(generation_limit=None)
+
+    with pytest.raises(RateLimitError) as info:
+        await client.v1.submit_order(
+            "v1o", service_name="service-ai-virtual-staging", widget_ids=[3]
+        )
+
+    assert info.value.retry_after == 60.0
+    assert len(fake.requests("POST", "/v1/order")) == 1  # not retried blindly either
+
+
 async def test_a_429_with_retry_after_on_generation_is_still_honoured(
     fake: FakeService, make_client: MakeClient
 ) -> None:
