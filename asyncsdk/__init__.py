@@ -12,6 +12,10 @@
         )
 """
 
+import types
+
+import attrs
+
 from asyncsdk._catalogue import (
     Catalogue,
     CatalogueCache,
@@ -174,3 +178,20 @@ __all__ = [
     "v1_service_to_tool",
     "v1_space_to_item",
 ]
+
+
+def _show_public_names() -> None:
+    """Give every exported class (and function) ``asyncsdk`` as its module, so that tracebacks,
+    reprs and the reference show the name users import (``asyncsdk.NotFoundError``).
+
+    An attrs class first resolves its annotations, which are read in the module that defines it.
+    """
+    for name in __all__:
+        value = globals()[name]
+        if isinstance(value, type) and attrs.has(value):
+            attrs.resolve_types(value)
+        if isinstance(value, type | types.FunctionType):
+            value.__module__ = __name__
+
+
+_show_public_names()

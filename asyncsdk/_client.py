@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Self
+from typing import Literal, Self
 
 import aiohttp
+import attrs
 from yarl import URL
 
 from asyncsdk._catalogue import CatalogueCache, WidgetsArg
@@ -27,18 +28,19 @@ from asyncsdk._downloads import (
     check_allowed_hosts,
     check_max_bytes,
     check_result_url,
+    result_url,
     write_chunks,
 )
-from asyncsdk._errors import ConfigurationError, ValidationError
+from asyncsdk._errors import ConfigurationError
 from asyncsdk._flows import Flows
-from asyncsdk._limits import GenerationLimit
+from asyncsdk._limits import GenerationLimit, client_generation_limit
 from asyncsdk._masks import ImageSource, Point, Rectangle
 from asyncsdk._models import CreatedProcesses, Process, ResultAsset
 from asyncsdk._protocol.convert import make_converter
 from asyncsdk._protocol.retry import RetryPolicy
 from asyncsdk._resources import V1, Core, Orders, Processes, Projects, ResultWaiter, Tools
 from asyncsdk._settings import DEFAULT_TIMEOUT, ApiKey, ClientSettings, Timeout
-from asyncsdk._telemetry import NO_TELEMETRY, ClientTelemetry
+from asyncsdk._telemetry import ClientTelemetry, client_telemetry
 from asyncsdk._transport import Transport
 from asyncsdk._uploads import MAX_UPLOAD_BYTES, Upload, UploadSource
 
@@ -58,12 +60,29 @@ class Client:
     client.  Without one the client creates its own inside the running loop and closes it on
     ``close()`` / leaving ``async with``.  After that every call raises ``ConfigurationError``.
 
-    ``timeout`` applies to each HTTP attempt (a number sets ``total`` only); every method also takes
-    ``timeout=`` for one call.  Retries: see :class:`~asyncsdk.RetryPolicy`; ``max_retries`` and the
-    backoff arguments tune it.  ``max_in_flight`` caps concurrent requests (extra calls queue).
-    ``generation_limit`` paces process creation on the client side.  ``role_field`` picks the form
-    field of upload roles (``asset_role`` repeated, or ``asset_roles``).  ``strict`` makes decoding
-    reject unknown fields (for tests against recorded answers).
+    ``timeout=`` has one meaning everywhere: the seconds the SDK waits for the service to answer
+    what the call asks, without counting time queued in the client (for an in-flight slot or a
+    place in the generation window).  For a request that is each HTTP attempt: here and in
+    :meth:`with_options`, the default of every request (a number sets ``Timeout.total``, a
+    :class:`~asyncsdk.Timeout` also bounds connecting); each request method takes ``timeout=`` for
+    one call.  For :meth:`run`, :meth:`run_mask_removal` and ``client.processes.wait()``, what
+    is asked is the finished process: ``timeout=`` bounds that wait (default 600 s) and raises
+    :class:`~asyncsdk.WaitTimeoutError`.  Retries: see :class:`~asyncsdk.RetryPolicy`;
+    ``max_retries`` and the backoff arguments tune it.  ``max_in_flight`` caps concurrent requests
+    (extra calls queue).  ``role_field`` picks the form field of upload roles (``asset_role``
+    repeated, or ``asset_roles``).  ``strict`` makes decoding reject unknown fields (for tests
+    against recorded answers).
+
+    ``generation_limit`` paces process creation: by default a :class:`~asyncsdk.GenerationLimit`
+    of the client's own (10 per 600 s, the service's limit), so concurrent :meth:`run` calls queue
+    for a place, taken before their uploads, instead of failing with
+    :class:`~asyncsdk.RateLimitError`.  Pass one ``GenerationLimit`` to several clients of one
+    account to share it; ``generation_limit=None`` turns pacing off (then a 429 of the generation
+    limit raises ``RateLimitError`` at once, with ``retry_after``).
+
+    The client belongs to one event loop: create it inside the coroutine that uses it (one client
+    per ``asyncio.run()``) and use it with ``async with``.  :meth:`with_options` gives a copy with
+    other timeouts or retries that shares the session, the limits and the catalogue.
 
     ``validate`` (default on) checks every process request against the tool catalogue before it
     is sent; each call may override it with ``validate=``.  ``client.catalogue`` is the
@@ -88,7 +107,7 @@ class Client:
         timeout: Timeout | float = DEFAULT_TIMEOUT,
         max_retries: int = 3,
         max_in_flight: int = 64,
-        generation_limit: GenerationLimit | None = None,
+        generation_limit: GenerationLimit | Literal["default"] | None = "default",
         role_field: str = "asset_role",
         min_poll_interval: float = 5.0,
         strict: bool = False,
@@ -131,41 +150,71 @@ class Client:
             raise ConfigurationError(
                 f"session must be an aiohttp.ClientSession, not {type(session).__name__}"
             )
-        if generation_limit is not None and not isinstance(generation_limit, GenerationLimit):
-            raise ConfigurationError(
-                "generation_limit must be a GenerationLimit(max_calls=..., period=...)"
-            )
-        if telemetry is not None and not isinstance(telemetry, ClientTelemetry):
-            raise ConfigurationError(
-                "telemetry must be a ClientTelemetry(metrics=..., tracing=...)"
-            )
+        generation_limit = client_generation_limit(generation_limit)
         self._transport = Transport(
-            telemetry=telemetry or NO_TELEMETRY,
+            telemetry=client_telemetry(telemetry),
             api_key=self.settings.api_key,
             session=session,
             timeout=self.settings.timeout,
             retry=self.settings.retry,
             max_in_flight=self.settings.max_in_flight,
+            min_poll_interval=self.settings.min_poll_interval,
         )
+        self.generation_limit = generation_limit
+        self._assemble(self.settings, None)
+
+    def _assemble(self, settings: ClientSettings, catalogue: CatalogueCache | None) -> None:
+        """The resources over the transport, with ``settings``' timeout and retries."""
         core = Core(
             transport=self._transport,
-            converter=make_converter(strict=self.settings.strict),
-            base_url=self.settings.base_url,
-            app_url=self.settings.app_url,
-            role_field=self.settings.role_field,
-            min_poll_interval=self.settings.min_poll_interval,
-            generation_limit=generation_limit,
-            max_upload_bytes=self.settings.max_upload_bytes,
+            converter=make_converter(strict=settings.strict),
+            base_url=settings.base_url,
+            app_url=settings.app_url,
+            role_field=settings.role_field,
+            min_poll_interval=settings.min_poll_interval,
+            generation_limit=self.generation_limit,
+            max_upload_bytes=settings.max_upload_bytes,
+            timeout=settings.timeout,
+            retry=settings.retry,
         )
+        self.settings = settings
         self.projects = Projects(core)
         self.orders = Orders(core)
         self.tools = Tools(core)
-        self.catalogue = CatalogueCache(
-            self.tools.list, self.tools.widgets, ttl=self.settings.catalogue_ttl
-        )
-        self.processes = Processes(core, catalogue=self.catalogue, validate=self.settings.validate)
+        if catalogue is None:
+            catalogue = CatalogueCache(
+                self.tools.list, self.tools.widgets, ttl=settings.catalogue_ttl
+            )
+        self.catalogue = catalogue
+        self.processes = Processes(core, catalogue=catalogue, validate=settings.validate)
         self.v1 = V1(core)
-        self._flows = Flows(self.processes, self.orders)
+        self._flows = Flows(self.processes, self.orders, core.generations)
+
+    def with_options(
+        self, *, timeout: Timeout | float | None = None, max_retries: int | None = None
+    ) -> Client:
+        """A lightweight copy of this client with another ``timeout`` and/or ``max_retries``.
+
+        ::
+
+            order = await client.with_options(timeout=5, max_retries=0).orders.get(order_id)
+
+        The copy shares this client's session, in-flight limit, poll floor, generation limit and
+        catalogue, so making one costs no connection; closing either closes both (close the
+        client you created).  ``timeout`` means what it means for ``Client`` (each attempt; a
+        number sets ``total``); options left out keep this client's values.
+        """
+        settings = self.settings
+        if timeout is not None:
+            settings = attrs.evolve(settings, timeout=settings.timeout.with_total(timeout))
+        if max_retries is not None:
+            retry = attrs.evolve(settings.retry, max_retries=max_retries)
+            settings = attrs.evolve(settings, retry=retry)
+        copy = Client.__new__(Client)
+        copy._transport = self._transport
+        copy.generation_limit = self.generation_limit
+        copy._assemble(settings, self.catalogue)
+        return copy
 
     def __repr__(self) -> str:
         if "_transport" not in vars(self):
@@ -184,6 +233,15 @@ class Client:
     async def close(self) -> None:
         """Close the client's own session (never one passed in).  Safe to call twice."""
         await self._transport.close()
+
+    def __enter__(self) -> None:
+        raise ConfigurationError(
+            "Client is asynchronous: use `async with asyncsdk.Client() as client:` inside a "
+            "coroutine (run it with asyncio.run(main()))"
+        )
+
+    def __exit__(self, *exc_info: object) -> None:
+        """Never reached: :meth:`__enter__` raises."""
 
     async def __aenter__(self) -> Self:
         if self._transport.closed:
@@ -223,15 +281,8 @@ class Client:
         set it when result URLs may come from someone other than the API (a webhook body
         without fetch-back) so that they cannot point the download at a private address.
         """
-        if isinstance(asset, ResultAsset):
-            url = asset.thumbnail_src if thumbnail else asset.src
-            if not url:
-                which = "thumbnail_src" if thumbnail else "src"
-                raise ValidationError(f"result asset {asset.asset_id!r} has no {which} URL")
-        else:
-            url = asset
         hosts = check_allowed_hosts(allowed_hosts)
-        checked = check_result_url(url, hosts)
+        checked = check_result_url(result_url(asset, thumbnail=thumbnail), hosts)
         limits = self.settings.timeout.with_total(timeout)
         return await self._transport.download(
             checked,
@@ -262,8 +313,10 @@ class Client:
         "modern"}``.
 
         The request is checked against the catalogue (unless ``validate=False``) before anything
-        is uploaded, so a wrong tool, widget or item costs neither an upload nor a process.
-        ``timeout`` bounds the wait for the result.  A failed process is returned with status
+        is uploaded, so a wrong tool, widget or item costs neither an upload nor a process.  Then
+        the call waits for a place in the client's generation limit (concurrent calls queue, in
+        arrival order) and only then uploads.  ``timeout`` bounds the wait for the result (the
+        queue is not counted).  A failed process is returned with status
         ``failed``; it is not raised.  When one request creates several processes, the first is
         the one waited for.
         """
@@ -309,7 +362,8 @@ class Client:
         ``image`` is uploaded as a new order (``project_id``: the project to put it in), the mask
         is appended to that order, the process is created with both input slots
         (``tool-item-removal-mask-input-image`` and ``-input-mask``) and waited for.  Nothing is
-        uploaded when a check fails.
+        uploaded when a check fails, nor before the call holds a place in the client's
+        generation limit.
 
         The mask: ``mask=`` a path, the bytes of a PNG/JPEG file, or a PIL image, painted blue
         ``#7878CD`` where items are to be removed and black elsewhere, at the photo's size.  Or

@@ -17,6 +17,7 @@ from typing import BinaryIO, Final
 from yarl import URL
 
 from asyncsdk._errors import ResultTooLargeError, ValidationError
+from asyncsdk._models import ResultAsset
 
 __all__ = [
     "DEFAULT_MAX_DOWNLOAD_BYTES",
@@ -26,6 +27,7 @@ __all__ = [
     "check_allowed_hosts",
     "check_max_bytes",
     "check_result_url",
+    "result_url",
     "too_large",
     "write_chunks",
 ]
@@ -38,6 +40,18 @@ DOWNLOAD_CHUNK = 256 * 1024
 DEFAULT_MAX_DOWNLOAD_BYTES: Final = 100 * 1024 * 1024
 
 DownloadTarget = str | os.PathLike[str] | BinaryIO
+
+
+def result_url(asset: ResultAsset | str, *, thumbnail: bool = False) -> str:
+    """The URL to download: a ``ResultAsset``'s ``src`` (``thumbnail_src`` with ``thumbnail``),
+    or ``asset`` itself when it is a URL already."""
+    if not isinstance(asset, ResultAsset):
+        return asset
+    url = asset.thumbnail_src if thumbnail else asset.src
+    if not url:
+        which = "thumbnail_src" if thumbnail else "src"
+        raise ValidationError(f"result asset {asset.asset_id!r} has no {which} URL")
+    return url
 
 
 def check_max_bytes(max_bytes: int) -> int:

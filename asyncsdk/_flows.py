@@ -2,34 +2,27 @@
 
 Each checks everything it can before the first upload (the request against the catalogue, the
 mask against its photo), so a wrong request costs neither an upload nor a paid process; then it
-uploads, creates the process and waits for it.
+waits for a place in the generation limit, so that no upload is made for a process that could not
+be created yet (concurrent calls queue there, in arrival order), uploads, creates the process and
+waits for it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import io
-import os
-import sys
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Final
 
 import attrs
 
 from asyncsdk._catalogue import PreparedProcess, WidgetsArg
 from asyncsdk._checks import require_text
 from asyncsdk._errors import APIDecodeError, NotFoundError, ValidationError
-from asyncsdk._masks import (
-    ImageSource,
-    Point,
-    Rectangle,
-    check_mask,
-    convert_white_mask,
-    mask_from_shapes,
-)
+from asyncsdk._mask_uploads import readable_photo, ready_mask
+from asyncsdk._masks import ImageSource, Point, Rectangle
 from asyncsdk._models import Asset, AssetRole, CreatedProcesses, Process, ToolSlug
 from asyncsdk._resources import Orders, Processes, ResultWaiter
-from asyncsdk._uploads import Upload, UploadSource, check_roles, sniff_image_type, to_upload
+from asyncsdk._resources.generations import Generations
+from asyncsdk._uploads import Upload, UploadSource, check_roles, to_upload
 
 __all__ = ["Flows"]
 
@@ -40,6 +33,7 @@ class Flows:
 
     processes: Processes
     orders: Orders
+    generations: Generations
 
     async def run(
         self,
@@ -116,6 +110,7 @@ class Flows:
             order_assets=None if given_ids else stand_ins,
             validate=validate,
         )
+        reserved = await self.generations.reserve()
         order = await self.orders.create(*uploads, project_id=project_id)
         if len(order.assets) < len(uploads):
             raise APIDecodeError(
@@ -128,6 +123,7 @@ class Flows:
             order.order_id,
             prepared.with_asset_ids(ids),
             None,
+            reserved,
             timeout=timeout,
             registry=registry,
             webhook_grace=webhook_grace,
@@ -162,7 +158,7 @@ class Flows:
                 "no mask given: pass mask=<path, bytes or PIL image> (blue #7878CD removes, "
                 "black keeps) or rectangles=[(x0, y0, x1, y1)] / polygons=[[(x, y), ...]]"
             )
-        photo = _readable_photo(upload.source)
+        photo = readable_photo(upload.source)
         if mask is None and photo is None:
             raise ValidationError(
                 "rectangles=/polygons= need the photo's size, which cannot be read from a file "
@@ -170,7 +166,7 @@ class Flows:
                 "with mask_from_shapes((width, height), rectangles=...) and pass mask="
             )
         mask_upload = await asyncio.to_thread(
-            _ready_mask,
+            ready_mask,
             mask,
             photo,
             rectangles=shapes[0],
@@ -189,15 +185,19 @@ class Flows:
             validate=validate,
         )
         group_id = await self._removal_group(after_auto_removal)
+        reserved = await self.generations.reserve()
         order = await self.orders.create(upload, project_id=project_id)
         if not order.assets:
             raise APIDecodeError(f"order {order.order_id} lists no asset for the uploaded photo")
-        appended = await self.orders.append_mask(order.order_id, mask_upload, project_id=project_id)
+        appended = await self.orders.append_mask(
+            order.order_id, mask_upload, project_id=project_id, check=False
+        )
         mask_id = await self._mask_id(order.order_id, order.assets[0].id, appended.assets)
         return await self._create_and_wait(
             order.order_id,
             prepared.with_asset_ids({"0": order.assets[0].id, "1": mask_id}),
             group_id,
+            reserved,
             timeout=timeout,
             registry=registry,
             webhook_grace=webhook_grace,
@@ -248,13 +248,15 @@ class Flows:
         order_id: str,
         prepared: PreparedProcess,
         process_group_id: str | None,
+        reserved: float | None,
         *,
         timeout: float,
         registry: ResultWaiter | None,
         webhook_grace: float | None,
     ) -> Process:
-        created = await self.processes.create_prepared(
-            order_id, prepared, process_group_id=process_group_id
+        # The place in the generation window was taken before the uploads.
+        created = await self.processes._create(
+            order_id, prepared, process_group_id, None, reserve=False, reserved=reserved
         )
         if not created.process_ids:
             raise APIDecodeError(
@@ -266,69 +268,3 @@ class Flows:
             registry=registry,
             webhook_grace=webhook_grace,
         )
-
-
-_MASK_EXTENSIONS: Final = {"image/jpeg": ".jpg", "image/png": ".png", "image/webp": ".webp"}
-
-
-def _readable_photo(source: UploadSource) -> ImageSource | None:
-    """The photo as Pillow can read it without consuming an upload: a path or bytes."""
-    if isinstance(source, str | os.PathLike):
-        return source
-    if isinstance(source, bytes | bytearray | memoryview):
-        return bytes(source)
-    return None
-
-
-def _is_pil_image(value: object) -> bool:
-    """True for a PIL image, without importing Pillow when it is not loaded already."""
-    module = sys.modules.get("PIL.Image")
-    return module is not None and isinstance(value, module.Image)
-
-
-def _ready_mask(
-    mask: ImageSource | None,
-    photo: ImageSource | None,
-    *,
-    rectangles: Sequence[Rectangle],
-    polygons: Sequence[Sequence[Point]],
-    convert_white: bool,
-    check: bool,
-) -> Upload:
-    """Draw, convert and check the mask (blocking Pillow work); the upload to append."""
-    data: ImageSource
-    if mask is None:
-        assert photo is not None  # checked by the caller
-        data = mask_from_shapes(photo, rectangles=rectangles, polygons=polygons)
-    elif convert_white:
-        data = convert_white_mask(mask)
-    else:
-        data = mask
-    if check:
-        check_mask(data, photo)
-    if _is_pil_image(data):
-        buffer = io.BytesIO()
-        data.save(buffer, format="PNG")  # type: ignore[union-attr]  # a PIL image here
-        data = buffer.getvalue()
-    elif isinstance(data, str | os.PathLike):
-        # A mask is small: read it here, so that a file the service would refuse is caught
-        # before the photo is uploaded.
-        try:
-            with open(data, "rb") as file:
-                data = file.read()
-        except OSError as exc:
-            raise ValidationError(
-                f"cannot read the mask file {os.fsdecode(data)!r}: {exc}"
-            ) from exc
-    if not isinstance(data, bytes | bytearray | memoryview):
-        raise ValidationError(
-            f"the mask must be a path, bytes or a PIL image, not {type(data).__name__}"
-        )
-    content = bytes(data)
-    kind = sniff_image_type(content[:12])
-    if kind is None:
-        raise ValidationError(
-            "the mask is not a PNG, JPEG or WEBP image; save it as PNG (blue #7878CD removes, "
-            "black keeps)"
-        )
-    return Upload(content, role=AssetRole.MASK, filename="mask" + _MASK_EXTENSIONS[kind])

@@ -26,7 +26,14 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
     from prometheus_client import CollectorRegistry
 
-__all__ = ["NO_TELEMETRY", "PROCESS_ID_ATTRIBUTE", "ClientTelemetry", "log_fields", "route_of"]
+__all__ = [
+    "NO_TELEMETRY",
+    "PROCESS_ID_ATTRIBUTE",
+    "ClientTelemetry",
+    "client_telemetry",
+    "log_fields",
+    "route_of",
+]
 
 #: The span attribute that names the process a span is about, on client and receiver spans alike.
 PROCESS_ID_ATTRIBUTE: Final = "asyncsdk.process_id"
@@ -302,3 +309,12 @@ class _Run:
 
 #: The telemetry of a client that asked for none: every hook does nothing.
 NO_TELEMETRY: Final = ClientTelemetry()
+
+
+def client_telemetry(value: object) -> ClientTelemetry:
+    """``Client(telemetry=...)``: a ``ClientTelemetry``, or ``None`` for none."""
+    if value is None:
+        return NO_TELEMETRY
+    if not isinstance(value, ClientTelemetry):
+        raise ConfigurationError("telemetry must be a ClientTelemetry(metrics=..., tracing=...)")
+    return value

@@ -2,13 +2,14 @@
 
 Every endpoint goes through :meth:`Transport.request`: the ``x-api-key`` header, the in-flight
 limit, timeouts, retries with backoff, the translation of aiohttp's exceptions into ours (in
-:func:`translate`, raised from one place), and the reading of the answer into a model or an error
+``_network.py``, raised from one place), and the reading of the answer into a model or an error
 (``_protocol/responses.py``).  The decisions themselves (what to retry, how long to wait, what an
 answer means) are the pure functions of ``_protocol/``; this module only carries them out.
 
 Session ownership: a session passed in by the caller is used as it is and never closed.  Otherwise
 the transport creates one lazily, inside the running event loop, with a connector limit equal to
-the in-flight limit, and closes it in :meth:`Transport.close`.
+the in-flight limit, and closes it in :meth:`Transport.close`.  The transport belongs to the event
+loop of its first request: used from another loop it raises ``ConfigurationError`` at once.
 """
 
 from __future__ import annotations
@@ -26,22 +27,22 @@ from aiohttp import hdrs
 from yarl import URL
 
 from asyncsdk._downloads import DOWNLOAD_CHUNK, capped, too_large
-from asyncsdk._errors import APIConnectionError, APITimeoutError, ConfigurationError
+from asyncsdk._errors import APIConnectionError, ConfigurationError
+from asyncsdk._network import NETWORK_ERRORS, drop_tracebacks, translate
+from asyncsdk._protocol.floor import PollFloor
 from asyncsdk._protocol.requests import Request
 from asyncsdk._protocol.responses import read_response, status_error
 from asyncsdk._protocol.retry import RETRYABLE_STATUSES, RetryPolicy
 from asyncsdk._settings import ApiKey, Timeout
 from asyncsdk._telemetry import NO_TELEMETRY, ClientTelemetry, log_fields
 
-__all__ = ["USER_AGENT", "Transport", "translate"]
+__all__ = ["USER_AGENT", "Transport"]
 
 T = TypeVar("T")
 
 USER_AGENT: Final = "asyncsdk/0.1.0"
 _log = logging.getLogger("asyncsdk")
 
-#: What a network attempt may raise instead of answering: aiohttp's errors, OS errors, a timeout.
-_NETWORK_ERRORS: Final = (aiohttp.ClientError, OSError, TimeoutError)
 #: The headers of every request to the service (the API key is added per request).
 _HEADERS: Final = MappingProxyType({"Accept": "application/json", "User-Agent": USER_AGENT})
 #: Redirect statuses a download follows, and how many in a row (aiohttp's own default limit).
@@ -53,59 +54,6 @@ _TIMEOUTS_KEPT: Final = 64
 
 #: An answer: status, headers, body.
 _Answer = tuple[int, Mapping[str, str], bytes]
-
-
-def translate(
-    exc: BaseException, *, method: str, url: str, timeout: Timeout
-) -> tuple[APIConnectionError, bool]:
-    """Our error for a network failure, and whether trying again could help.
-
-    ``request_sent`` on the error is false only where the request surely never reached the server:
-    the connection was refused, the name did not resolve, or connecting timed out.
-    """
-    where = f"{method} {url}"
-
-    def failed(message: str, *, sent: bool = True) -> APIConnectionError:
-        return APIConnectionError(message, request_sent=sent, method=method, url=url)
-
-    def timed_out(message: str, *, sent: bool = True) -> APITimeoutError:
-        return APITimeoutError(message, request_sent=sent, method=method, url=url)
-
-    if isinstance(exc, aiohttp.ConnectionTimeoutError):
-        return timed_out(f"{where}: no connection within {timeout.connect} s", sent=False), True
-    if isinstance(exc, aiohttp.ClientSSLError):
-        return failed(f"{where}: TLS handshake failed: {exc}", sent=False), False
-    if isinstance(exc, aiohttp.ClientConnectorDNSError):
-        return failed(f"{where}: the host name did not resolve: {exc}", sent=False), True
-    if isinstance(exc, aiohttp.ClientConnectorError):
-        return failed(f"{where}: could not connect: {exc}", sent=False), True
-    if isinstance(exc, aiohttp.ServerTimeoutError):
-        return timed_out(f"{where}: reading the answer timed out: {exc}"), True
-    if isinstance(exc, TimeoutError):
-        return timed_out(f"{where}: no complete answer within {timeout.total} s"), True
-    if isinstance(exc, aiohttp.ServerDisconnectedError):
-        return failed(f"{where}: the server closed the connection without answering"), True
-    if isinstance(exc, aiohttp.ClientPayloadError):
-        return failed(f"{where}: the answer was cut off: {exc}"), True
-    return failed(f"{where}: {type(exc).__name__}: {exc}"), True
-
-
-def _drop_tracebacks(exc: BaseException) -> None:
-    """Forget the frames of a network error and of every exception it chains.
-
-    aiohttp's frames hold the request headers, the ``x-api-key`` among them, in their locals;
-    a traceback rendered with locals (``capture_locals``, error trackers) would print the key.
-    The exceptions keep their types and messages.
-    """
-    seen: set[int] = set()
-    todo: list[BaseException | None] = [exc]
-    while todo:
-        item = todo.pop()
-        if item is None or id(item) in seen:
-            continue
-        seen.add(id(item))
-        item.__traceback__ = None
-        todo.extend((item.__cause__, item.__context__))
 
 
 def _slots_for(session: aiohttp.ClientSession | None, max_in_flight: int) -> int:
@@ -130,6 +78,7 @@ class Transport:
         timeout: Timeout,
         retry: RetryPolicy,
         max_in_flight: int,
+        min_poll_interval: float = 0.0,
         rand: Callable[[], float] = random.random,
         telemetry: ClientTelemetry = NO_TELEMETRY,
     ) -> None:
@@ -142,6 +91,8 @@ class Transport:
         self._slots = asyncio.Semaphore(_slots_for(session, max_in_flight))
         self._rand = rand
         self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._floor = PollFloor(min_poll_interval)
         self._client_timeouts: dict[Timeout, aiohttp.ClientTimeout] = {}
         self.telemetry = telemetry
 
@@ -156,6 +107,15 @@ class Transport:
         if self._closed:
             raise ConfigurationError(
                 "client is closed; create a new Client (or keep using it inside `async with`)"
+            )
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        elif loop is not self._loop:
+            raise ConfigurationError(
+                "this Client was first used in another event loop (each asyncio.run() starts a "
+                "new one); create the client inside the loop that uses it: one Client per "
+                "asyncio.run(), e.g. `async with asyncsdk.Client() as client:` in main()"
             )
         if self._session is None:
             connector = aiohttp.TCPConnector(limit=self._max_in_flight, limit_per_host=0)
@@ -182,25 +142,35 @@ class Transport:
         decode: Callable[[Any], T],
         *,
         timeout: Timeout | float | None = None,
+        retry: RetryPolicy | None = None,
     ) -> T:
-        """Send ``request`` (retrying where safe) and decode the answer with ``decode``."""
+        """Send ``request`` (retrying where safe) and decode the answer with ``decode``.
+
+        ``timeout`` and ``retry`` replace the transport's own for this request.
+        """
         self._session_in_use()
         limits = self._timeout.with_total(timeout)
+        policy = self._retry if retry is None else retry
         method = request.method
         attempt = 0
         debug = _log.isEnabledFor(logging.DEBUG)
         while True:
+            if request.floor_key is not None:
+                await self._keep_floor(request.floor_key)
             started = time.monotonic() if debug else 0.0
             try:
                 with self.telemetry.attempt(request, attempt) as record:
-                    status, headers, body = await self._attempt(request, limits)
+                    if request.floor_key is None:
+                        status, headers, body = await self._attempt(request, limits)
+                    else:
+                        status, headers, body = await self._floored_attempt(request, limits)
                     record.answered(status)
             except asyncio.CancelledError as exc:
                 # Cancelled in flight (a caller's timeout, ``wait_for``): aiohttp's frames would
                 # ride along under the caller's TimeoutError, the key in their locals.
-                _drop_tracebacks(exc)
+                drop_tracebacks(exc)
                 raise
-            except _NETWORK_ERRORS as exc:
+            except NETWORK_ERRORS as exc:
                 if debug:
                     _log.debug(
                         "%s %s -> %s (attempt %d, %.3f s)",
@@ -216,7 +186,7 @@ class Transport:
                 error, retryable = translate(exc, method=method, url=url, timeout=limits)
                 delay = None
                 if failure is None and retryable:
-                    delay = self._retry.after_failure(
+                    delay = policy.after_failure(
                         method,
                         attempt,
                         request_sent=error.request_sent,
@@ -224,7 +194,7 @@ class Transport:
                         rand=self._rand,
                     )
                 if delay is None:
-                    _drop_tracebacks(exc)
+                    drop_tracebacks(exc)
                     raise (failure or error) from exc
                 reason = str(error)
                 self.telemetry.retried(request, type(error).__name__)
@@ -243,13 +213,14 @@ class Transport:
                     raise request.form.failure
                 delay = None
                 if status in RETRYABLE_STATUSES:
-                    delay = self._retry.after_status(
+                    delay = policy.after_status(
                         method,
                         attempt,
                         status,
                         headers,
                         replayable=request.replayable,
                         rand=self._rand,
+                        generation=request.generation,
                     )
                 if delay is None:
                     return read_response(
@@ -264,7 +235,7 @@ class Transport:
                 request.url,
                 delay,
                 attempt,
-                self._retry.max_retries,
+                policy.max_retries,
                 reason,
                 extra=log_fields(request),
             )
@@ -325,11 +296,11 @@ class Transport:
                         url=shown,
                     )
             except asyncio.CancelledError as exc:
-                _drop_tracebacks(exc)
+                drop_tracebacks(exc)
                 raise
-            except _NETWORK_ERRORS as exc:
+            except NETWORK_ERRORS as exc:
                 error, _ = translate(exc, method=method, url=shown, timeout=timeout)
-                _drop_tracebacks(exc)
+                drop_tracebacks(exc)
                 raise error from exc
 
     def _headers(self, request: Request) -> Mapping[str, str]:
@@ -357,6 +328,23 @@ class Transport:
                 return await self._exchange(session, request, limits, None)
             async with request.form.open() as data:
                 return await self._exchange(session, request, limits, data)
+
+    async def _keep_floor(self, key: str) -> None:
+        """Wait until an attempt with this poll-floor key may be sent, and claim it."""
+        wait = self._floor.wait_time(key, time.monotonic())
+        while wait > 0:
+            # Woken at the floor, or after an in-flight attempt's interval to look again.
+            await asyncio.sleep(wait)
+            wait = self._floor.wait_time(key, time.monotonic())
+        self._floor.claim(key)
+
+    async def _floored_attempt(self, request: Request, limits: Timeout) -> _Answer:
+        """:meth:`_attempt`, telling the poll floor when it ended (answer or failure)."""
+        try:
+            return await self._attempt(request, limits)
+        finally:
+            if request.floor_key is not None:
+                self._floor.answered(request.floor_key, time.monotonic())
 
     async def _exchange(
         self,

@@ -151,13 +151,24 @@ def to_upload(item: Upload | UploadSource) -> Upload:
     return item if isinstance(item, Upload) else Upload(item)
 
 
+#: The roles an image of a new order may have (spec 2.2).
+ORDER_ROLES: Final = (AssetRole.PRIMARY_ANGLE, AssetRole.SECONDARY_ANGLE, AssetRole.MASK)
+
+
 def check_roles(uploads: Sequence[Upload]) -> None:
-    """At least one image, at most one ``primary_angle`` and one ``secondary_angle`` (spec 4.5)."""
+    """The roles of a new order's images (spec 2.2, 4.5), checked before anything is uploaded.
+
+    Known roles only (``primary_angle``, ``secondary_angle``, ``mask``), exactly one
+    ``primary_angle`` and at most one ``secondary_angle``.
+    """
     if not uploads:
         raise ValidationError("an order needs at least one image to upload")
+    allowed = ", ".join(ORDER_ROLES)
     for upload in uploads:
-        if not isinstance(upload.role, str) or not upload.role:
-            raise ValidationError(f"asset role must be a non-empty string, not {upload.role!r}")
+        if not isinstance(upload.role, str) or upload.role not in ORDER_ROLES:
+            raise ValidationError(
+                f"unknown asset role {upload.role!r}: an order's images take the roles {allowed}"
+            )
     for role in (AssetRole.PRIMARY_ANGLE, AssetRole.SECONDARY_ANGLE):
         count = sum(1 for upload in uploads if upload.role == role)
         if count > 1:
@@ -165,6 +176,11 @@ def check_roles(uploads: Sequence[Upload]) -> None:
                 f"an order takes at most one {role} image, got {count}; a bare source counts as "
                 "primary_angle, so give the other angle as Upload(source, role='secondary_angle')"
             )
+    if not any(upload.role == AssetRole.PRIMARY_ANGLE for upload in uploads):
+        raise ValidationError(
+            "an order needs exactly one primary_angle image (the main photo), got none: give "
+            "the main photo as a bare source or Upload(source, role='primary_angle')"
+        )
 
 
 def check_image(

@@ -1,7 +1,9 @@
-"""Section 1: ``processes.create`` / ``processes.get`` against raw aiohttp and httpx."""
+"""Section 1: ``processes.create`` / ``processes.get`` against raw aiohttp and httpx, and a batch
+of ``client.run()`` calls paced by the generation limit."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from benchmarks import _plan as goals
@@ -135,6 +137,7 @@ def run_client(plan: Plan) -> Section:
                 met_if_measured(vs_httpx, vs_httpx >= goals.CLIENT_VS_HTTPX),
             )
         )
+    _pacing(plan, section)
     section.lines += [
         "Ratios: the median of the per-round ratios (the two figures of a round are taken "
         "back to back), per-round values in brackets.",
@@ -150,3 +153,47 @@ def run_client(plan: Plan) -> Section:
         ),
     ]
     return section
+
+
+def _pacing(plan: Plan, section: Section) -> None:
+    """The batch under the generation limit (``_pacing_bench``), one run."""
+    limit = {"max_calls": 10, "window": plan.pacing_window}
+    with serving("_pacing_bench:serve", limit) as server:
+        run = run_job(
+            "_pacing_bench:job",
+            {"photos": plan.pacing_photos, **limit, **server},
+            cpu=CLIENT_CPU,
+            timeout=600,
+        )
+    ratio = run["ratio"]
+    section.lines += [
+        f"Pacing: {run['photos']} concurrent `client.run()` calls against the sandbox with its "
+        f"generation limit on, 10 per {run['window']:g} s (the service's 10 per 600 s, the "
+        "window shortened), and the client's `GenerationLimit` of the same numbers: each call "
+        "takes its place before its upload.  The limit-bound minimum is the last group's start, "
+        f"{math.ceil(run['photos'] / 10) - 1} windows, plus one `run()` alone "
+        f"({fmt(run['single'], 3)} s).",
+        "",
+        *table(
+            ["batch", "time s", "minimum s", "time / minimum", "429s raised"],
+            [
+                [
+                    f"{run['photos']} photos",
+                    fmt(run["elapsed"], 2),
+                    fmt(run["minimum"], 2),
+                    f"**{fmt(ratio, 3)}**",
+                    str(run["refused"]),
+                ]
+            ],
+        ),
+        "",
+    ]
+    section.goals.append(
+        Goal(
+            "client",
+            f"pacing: batch time <= {goals.PACING_VS_MINIMUM} x the limit-bound minimum",
+            f"{ratio:.3f}x",
+            f"<= {goals.PACING_VS_MINIMUM}",
+            met_if_measured(ratio, ratio <= goals.PACING_VS_MINIMUM and run["refused"] == 0),
+        )
+    )

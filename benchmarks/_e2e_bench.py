@@ -90,7 +90,10 @@ async def job(
             )
             sandbox.register_webhook(url)
         async with Client(
-            api_key=sandbox.api_key, base_url=sandbox.base_url, min_poll_interval=interval
+            api_key=sandbox.api_key,
+            base_url=sandbox.base_url,
+            min_poll_interval=interval,
+            generation_limit=None,  # the completion path is measured, not the pacing
         ) as client:
             order = await client.orders.create(sample_path("kitchen.jpg"))
             asset = order.assets[0].id

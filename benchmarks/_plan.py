@@ -34,6 +34,8 @@ class Plan:
     e2e_poll_samples: int
     poll_default: float = 5.0
     poll_small: float = 0.1
+    pacing_photos: int = 100
+    pacing_window: float
 
     def describe(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -56,6 +58,7 @@ def make_plan(*, quick: bool, runs: int | None) -> Plan:
             wake_samples=100,
             e2e_webhook_samples=3,
             e2e_poll_samples=4,
+            pacing_window=1.0,
         )
     return Plan(
         quick=False,
@@ -74,6 +77,7 @@ def make_plan(*, quick: bool, runs: int | None) -> Plan:
         wake_samples=500,
         e2e_webhook_samples=15,
         e2e_poll_samples=10,
+        pacing_window=2.0,
     )
 
 
@@ -82,6 +86,8 @@ CLIENT_VS_AIOHTTP: Final = 0.90
 OBSERVED_COST: Final = 0.05
 """Metrics and tracing on may lower a ratio to raw aiohttp (or the bare handler) by 5 % at most."""
 CLIENT_VS_HTTPX: Final = 8.0
+#: A batch under the generation limit: its time over the limit-bound minimum, at most.
+PACING_VS_MINIMUM: Final = 1.05
 UPLOAD_VS_AIOHTTP: Final = 0.90
 UPLOAD_RSS_MIB: Final = 8.0
 RECEIVER_VS_BARE: Final = {"memory": 0.80, "sqlite": 0.50, "redis": 0.40, "postgres": 0.40}

@@ -5,6 +5,8 @@ an :class:`Inbox` (atomic dedup on (event, process_id, status)) before answering
 handlers from the inbox in a worker pool with retries and dead letters.
 """
 
+import types
+
 from webhooks._admin import InboxStats, InspectableInbox
 from webhooks._backends import Backend, PostgresBackend, RedisBackend
 from webhooks._contract import (
@@ -95,3 +97,18 @@ __all__ = [
     "metrics_app",
     "parse_delivery",
 ]
+
+
+def _show_public_names() -> None:
+    """Give every exported class (and function) ``webhooks`` as its module, so that tracebacks,
+    reprs and the reference show the name users import (``webhooks.InboxError``).
+
+    No class of this package is structured from its annotations, so they stay unresolved.
+    """
+    for name in __all__:
+        value = globals()[name]
+        if isinstance(value, type | types.FunctionType):
+            value.__module__ = __name__
+
+
+_show_public_names()

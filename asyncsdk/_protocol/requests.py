@@ -42,6 +42,12 @@ class Request:
     json: Any = None
     form: FormBody | None = None
     authenticated: bool = True
+    #: A process creation: a 429 without ``Retry-After`` is the generation limit, which no quick
+    #: retry can pass, so the transport leaves it to the generation limiter.
+    generation: bool = False
+    #: The key of a poll floor (a process id): attempts with the same key are sent at least the
+    #: client's ``min_poll_interval`` apart, retries included.
+    floor_key: str | None = None
 
     @property
     def replayable(self) -> bool:

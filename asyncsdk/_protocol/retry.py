@@ -50,6 +50,9 @@ class RetryPolicy:
       ``uniform(0, min(backoff_max, backoff_initial * 2**n))``.
       A ``Retry-After`` longer than ``max_retry_after`` is not waited for: the error is raised at
       once and carries ``retry_after``.
+    * A 429 without ``Retry-After`` on a process creation (``generation=True``) is not retried
+      here: it is the generation limit (10 per 10 minutes), which a retry seconds later cannot
+      pass; the client's generation limiter decides when to try again.
     """
 
     max_retries: int = attrs.field(default=3, validator=_non_negative)
@@ -71,6 +74,7 @@ class RetryPolicy:
         *,
         replayable: bool = True,
         rand: Callable[[], float] = random.random,
+        generation: bool = False,
     ) -> float | None:
         """Seconds to wait before retrying an answer with ``status``, or ``None`` to give up."""
         if attempt >= self.max_retries or not replayable or status not in RETRYABLE_STATUSES:
@@ -79,7 +83,7 @@ class RetryPolicy:
             return None
         retry_after = parse_retry_after(headers)
         if retry_after is None:
-            return self.backoff(attempt, rand)
+            return None if status == 429 and generation else self.backoff(attempt, rand)
         if retry_after > self.max_retry_after:
             return None
         return retry_after

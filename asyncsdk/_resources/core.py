@@ -14,6 +14,8 @@ from asyncsdk._limits import GenerationLimit
 from asyncsdk._protocol.paging import dimensions
 from asyncsdk._protocol.requests import Request, endpoint
 from asyncsdk._protocol.responses import model_decoder
+from asyncsdk._protocol.retry import RetryPolicy
+from asyncsdk._resources.generations import Generations
 from asyncsdk._settings import Timeout
 from asyncsdk._transport import Transport
 from asyncsdk._uploads import MAX_UPLOAD_BYTES
@@ -38,12 +40,24 @@ class Core:
     min_poll_interval: float
     generation_limit: GenerationLimit | None = None
     max_upload_bytes: int = MAX_UPLOAD_BYTES
+    #: The limits of each attempt and the retry policy of these resources (``None``: the
+    #: transport's own); ``Client.with_options`` gives a copy its own.
+    timeout: Timeout | None = None
+    retry: RetryPolicy | None = None
     _fixed_urls: dict[tuple[str, ...], URL] = attrs.field(
         factory=dict, init=False, eq=False, repr=False
     )
     _decoders: dict[type[Any], Callable[[Any], Any]] = attrs.field(
         factory=dict, init=False, eq=False, repr=False
     )
+
+    @property
+    def generations(self) -> Generations:
+        """Process creation under the generation limit (``generation_limit``)."""
+        retries = 3 if self.retry is None else self.retry.max_retries
+        return Generations(
+            self.generation_limit, max_refusals=retries, telemetry=self.transport.telemetry
+        )
 
     def url(self, *segments: str, params: Mapping[str, str] | None = None) -> URL:
         url = endpoint(self.base_url, *segments)
@@ -61,7 +75,9 @@ class Core:
     ) -> Coroutine[Any, Any, T]:
         """The transport's coroutine for ``request`` (returned, not awaited here, so a call
         costs no extra coroutine)."""
-        return self.transport.request(request, decode, timeout=timeout)
+        if self.timeout is not None:
+            timeout = self.timeout.with_total(timeout)
+        return self.transport.request(request, decode, timeout=timeout, retry=self.retry)
 
     def get_one(
         self,
@@ -70,17 +86,20 @@ class Core:
         width: int | None,
         height: int | None,
         timeout: TimeoutArg,
+        floor_key: str | None = None,
     ) -> Coroutine[Any, Any, T]:
         """GET one resource, with the spec's optional ``width``/``height`` resize parameters.
 
         ``segments``: the constant path (built once), then the resource's id, quoted per call.
+        ``floor_key``: the key of the poll floor this GET respects (see ``Request.floor_key``).
         """
         *collection, item_id = segments
         prefix = self.fixed_url(*collection)
         url = prefix.with_path(f"{prefix.raw_path}/{quote(item_id, safe='')}", encoded=True)
         if width is not None or height is not None:
             url = url.with_query(dimensions(width, height))
-        return self.send(Request(method="GET", url=url), self.decoder(cls), timeout)
+        request = Request(method="GET", url=url, floor_key=floor_key)
+        return self.send(request, self.decoder(cls), timeout)
 
     def decoder(self, cls: type[T]) -> Callable[[Any], T]:
         """The decoder of one JSON object into ``cls``, built once per class."""

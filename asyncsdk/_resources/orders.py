@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+import asyncio
+from collections.abc import AsyncIterable, Callable, Mapping
+from typing import Any, BinaryIO, cast
 
 from asyncsdk._checks import require_text
+from asyncsdk._errors import ValidationError
+from asyncsdk._mask_uploads import readable_photo, ready_mask
+from asyncsdk._masks import ImageSource
 from asyncsdk._models import AssetRole, CreatedOrder, Order
 from asyncsdk._multipart import build_form
 from asyncsdk._protocol.requests import Request
 from asyncsdk._protocol.responses import describe_shape, model_decoder
 from asyncsdk._resources.core import Core, TimeoutArg
-from asyncsdk._uploads import Upload, UploadSource, check_roles, to_upload
+from asyncsdk._uploads import (
+    Upload,
+    UploadSource,
+    check_roles,
+    source_kind,
+    to_upload,
+    too_large,
+)
 
 __all__ = ["Orders"]
 
@@ -31,8 +42,9 @@ class Orders:
         """Upload images as a new order.
 
         Each image is an :class:`Upload` (source and role) or a bare source, which counts as the
-        ``primary_angle``.  At most one primary and one secondary angle are allowed; formats and
-        sizes are checked before anything is sent.
+        ``primary_angle``.  Roles are checked before anything is sent: exactly one
+        ``primary_angle``, at most one ``secondary_angle``, and no role but those and ``mask``
+        (a :class:`~asyncsdk.ValidationError` names the allowed ones); so are formats and sizes.
         """
         uploads = [to_upload(image) for image in images]
         check_roles(uploads)
@@ -56,16 +68,30 @@ class Orders:
         mask: Upload | UploadSource,
         *,
         project_id: str | None = None,
+        check: bool = True,
         timeout: TimeoutArg = None,
     ) -> CreatedOrder:
-        """Add a mask image to an order (blue ``#7878CD`` removes, black keeps)."""
+        """Add a mask image to an order (blue ``#7878CD`` removes, black keeps).
+
+        ``check=True`` (default) applies the checks of :meth:`Client.run_mask_removal
+        <asyncsdk.Client.run_mask_removal>` before anything is sent: :func:`~asyncsdk.check_mask`
+        (a white or empty mask raises :class:`~asyncsdk.MaskError`) and the file's format.  They
+        need Pillow (``asyncsdk[images]``); a mask given as a file object or stream is read into
+        memory for them (a mask is small).  ``check=False`` sends any source as it is.
+        """
         require_text(order_id, "order_id")
+        upload = to_upload(mask)
+        if check:
+            data = await _read_mask(upload.source, self._core.max_upload_bytes)
+            upload = await asyncio.to_thread(
+                ready_mask, data, None, rectangles=(), polygons=(), convert_white=False, check=True
+            )
         fields = (
             [] if project_id is None else [("project_id", require_text(project_id, "project_id"))]
         )
         fields += [("asset_role", AssetRole.MASK), ("asset_type", AssetRole.MASK)]
         form = await build_form(
-            fields, [("asset_file", to_upload(mask))], max_bytes=self._core.max_upload_bytes
+            fields, [("asset_file", upload)], max_bytes=self._core.max_upload_bytes
         )
         url = self._core.url("v3", "order", order_id, "append")
         request = Request(method="POST", url=url, form=form)
@@ -102,3 +128,29 @@ class Orders:
         return await self._core.get_one(
             Order, "v3", "order", order_id, width=width, height=height, timeout=timeout
         )
+
+
+async def _read_mask(source: UploadSource, max_bytes: int) -> ImageSource:
+    """The mask as a path or bytes, for the checks: a file object or stream is read whole."""
+    photo = readable_photo(source)
+    if photo is not None:
+        return photo
+    kind = source_kind(source)
+    if kind == "file":
+        file = cast(BinaryIO, source)
+        data = await asyncio.to_thread(file.read, max_bytes + 1)
+    elif kind == "stream":
+        chunks = bytearray()
+        async for chunk in cast(AsyncIterable[bytes], source):
+            chunks += chunk
+            if len(chunks) > max_bytes:
+                break
+        data = bytes(chunks)
+    else:
+        raise ValidationError(
+            f"the mask must be a path, bytes, a binary file or an async iterator of bytes, not "
+            f"{type(source).__name__}"
+        )
+    if not isinstance(data, bytes) or len(data) > max_bytes:
+        raise too_large("the mask", max_bytes)
+    return data

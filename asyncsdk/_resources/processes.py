@@ -94,7 +94,7 @@ class Processes:
         order_assets: Sequence[Asset] | None = None,
         timeout: TimeoutArg = None,
     ) -> CreatedProcesses:
-        """Run ``tool`` on the order's assets; waits first if a generation limit is set.
+        """Run ``tool`` on the order's assets; waits first for a place in the generation limit.
 
         Inputs: ``asset_map`` (full slot names, the wire form) or ``inputs`` (an asset id for a
         one-slot tool, or a mapping by short slot name: ``image``, ``mask``, ``before``,
@@ -112,6 +112,12 @@ class Processes:
         check.  With ``validate=False`` short names are expanded by the slug convention and the
         rest is sent as given, so the service's own 422 comes back as
         :class:`~asyncsdk.UnprocessableEntityError`.
+
+        The client's :class:`~asyncsdk.GenerationLimit` (on by default) makes the call wait for a
+        place before the POST.  A 429 without ``Retry-After`` (the account's generation limit,
+        spent elsewhere too) is never retried at once: with a limit the call waits for its next
+        place (up to ``max_retries`` times); without one it raises
+        :class:`~asyncsdk.RateLimitError` at once, ``retry_after`` holding the seconds to wait.
         """
         require_text(order_id, "order_id")
         if process_group_id is not None:
@@ -140,9 +146,25 @@ class Processes:
         process_group_id: str | None = None,
         timeout: TimeoutArg = None,
     ) -> CreatedProcesses:
-        """Create the process a :meth:`prepare` call planned (waits first if a generation limit
-        is set).  Its shape is checked again here, as a prepared request may come from anywhere.
+        """Create the process a :meth:`prepare` call planned (waits first for a place in the
+        client's generation limit).  Its shape is checked again here, as a prepared request may
+        come from anywhere.  A 429 is handled as :meth:`create` says.
         """
+        return await self._create(order_id, prepared, process_group_id, timeout, reserve=True)
+
+    async def _create(
+        self,
+        order_id: str,
+        prepared: PreparedProcess,
+        process_group_id: str | None,
+        timeout: TimeoutArg,
+        *,
+        reserve: bool,
+        reserved: float | None = None,
+    ) -> CreatedProcesses:
+        """:meth:`create_prepared`; ``reserve=False`` when the caller holds a place in the
+        generation window already, counted at ``reserved`` (``Client.run`` takes it before its
+        uploads)."""
         require_text(order_id, "order_id")
         if process_group_id is not None:
             require_text(process_group_id, "process_group_id")
@@ -156,11 +178,14 @@ class Processes:
         }
         if process_group_id is not None:
             body["process_group_id"] = process_group_id
-        if self._core.generation_limit is not None:
-            with self._core.transport.telemetry.generation_slot():
-                await self._core.generation_limit.acquire()
-        request = Request(method="POST", url=self._core.fixed_url("v3", "process"), json=body)
-        return await self._core.send(request, self._core.decoder(CreatedProcesses), timeout)
+        request = Request(
+            method="POST", url=self._core.fixed_url("v3", "process"), json=body, generation=True
+        )
+        generations = self._core.generations
+        if reserve:
+            reserved = await generations.reserve()
+        decode = self._core.decoder(CreatedProcesses)
+        return await generations.create(lambda: self._core.send(request, decode, timeout), reserved)
 
     async def get(
         self,
@@ -170,10 +195,22 @@ class Processes:
         height: int | None = None,
         timeout: TimeoutArg = None,
     ) -> Process:
-        """Fetch a process; ``width``/``height`` resize the result URLs."""
+        """Fetch a process; ``width``/``height`` resize the result URLs.
+
+        The service allows one GET of a process per 5 seconds: GETs of one process id are sent
+        at least the client's ``min_poll_interval`` apart, whichever call sends them, retries
+        included (a retry waits the larger of ``Retry-After``, its backoff and the time left).
+        """
         require_text(process_id, "process_id")
         return await self._core.get_one(
-            Process, "v3", "process", process_id, width=width, height=height, timeout=timeout
+            Process,
+            "v3",
+            "process",
+            process_id,
+            width=width,
+            height=height,
+            timeout=timeout,
+            floor_key=process_id,
         )
 
     async def wait(

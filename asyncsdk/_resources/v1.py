@@ -54,6 +54,9 @@ class V1:
 
         * ``space_name`` + ``selected_widgets`` (``[{"id": ..., "item_id": ...}]``), or
         * ``service_name`` + ``widget_ids`` (integers), as on the migration page.
+
+        It creates a process, so it waits for a place in the client's generation limit and
+        handles a 429 as ``client.processes.create()`` does.
         """
         body = _v1_submit_body(
             order_id,
@@ -69,8 +72,13 @@ class V1:
                 return V1Submitted(order_id=order_id)
             return model_decoder(converter, V1Submitted)(value)
 
-        request = Request(method="POST", url=self._core.url("v1", "order"), json=body)
-        return await self._core.send(request, decode, timeout)
+        # A V1 submit creates a process: it takes a place in the generation limit like one.
+        request = Request(
+            method="POST", url=self._core.url("v1", "order"), json=body, generation=True
+        )
+        generations = self._core.generations
+        reserved = await generations.reserve()
+        return await generations.create(lambda: self._core.send(request, decode, timeout), reserved)
 
 
 def _v1_submit_body(

@@ -121,10 +121,18 @@ class Sandbox:
         """A :class:`~asyncsdk.Client` of this sandbox (its URLs and key), paced for tests.
 
         Polls and retry backoff are milliseconds apart instead of seconds (``min_poll_interval``
-        0.01 s, ``backoff_initial`` 0.001 s, ``backoff_max`` 0.005 s); ``options`` override those
-        and take any other ``Client`` setting.  Use it as ``async with sb.client() as client:``.
+        0.01 s, ``backoff_initial`` 0.001 s, ``backoff_max`` 0.005 s), and the generation limit
+        is the sandbox's (``rate_limit_count`` per ``rate_limit_window``) when ``rate_limit`` is
+        on, else 10 per 0.01 s; ``options`` override those and take any other ``Client``
+        setting.  Use it as ``async with sb.client() as client:``.
         """
-        from asyncsdk import Client
+        from asyncsdk import Client, GenerationLimit
+
+        config = self._config
+        window = config.rate_limit_window if config.rate_limit else 0.01
+        options.setdefault(
+            "generation_limit", GenerationLimit(max_calls=config.rate_limit_count, period=window)
+        )
 
         options.setdefault("api_key", self.api_key)
         options.setdefault("min_poll_interval", 0.01)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from asyncsdk import Client
+from asyncsdk import Client, GenerationLimit
 
 from ._fake import API_KEY, FakeService
 
@@ -39,6 +39,8 @@ async def make_client(fake: FakeService) -> AsyncIterator[MakeClient]:
         kwargs.setdefault("backoff_initial", 0.001)
         kwargs.setdefault("backoff_max", 0.005)
         kwargs.setdefault("validate", False)
+        # The service's window (10 per 600 s) shortened, as Sandbox.client does.
+        kwargs.setdefault("generation_limit", GenerationLimit(max_calls=10, period=0.01))
         client = Client(**kwargs)
         clients.append(client)
         return client

@@ -22,6 +22,7 @@ from asyncsdk import (
     CatalogueError,
     Client,
     ConfigurationError,
+    GenerationLimit,
     InputError,
     MissingWidgetError,
     ProcessStatus,
@@ -56,6 +57,8 @@ def photo() -> bytes:
 
 def client_for(sandbox: Sandbox, **options: Any) -> Client:
     options.setdefault("min_poll_interval", 0.01)
+    # The service's generation window (10 per 600 s) shortened, as Sandbox.client does.
+    options.setdefault("generation_limit", GenerationLimit(max_calls=10, period=0.01))
     return Client(
         api_key=sandbox.api_key,
         base_url=sandbox.base_url,

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import pytest
+from PIL import Image, ImageDraw
 
 from asyncsdk import (
     AssetRole,
     Client,
     CreatedOrder,
     CreatedProcesses,
+    MaskError,
     Order,
     Page,
     Process,
@@ -236,25 +239,51 @@ async def test_wrong_roles_fail_before_sending(
     assert fake.seen == []
 
 
+def mask_png() -> bytes:
+    """A mask that passes the mask checks: a blue rectangle (remove) on black (keep)."""
+    image = Image.new("RGB", (40, 30), (0, 0, 0))
+    ImageDraw.Draw(image).rectangle((5, 5, 20, 20), fill=(0x78, 0x78, 0xCD))
+    buffer = io.BytesIO()
+    image.save(buffer, "PNG")
+    return buffer.getvalue()
+
+
 async def test_append_mask_sends_mask_role_and_type(fake: FakeService, client: Client) -> None:
     fake.script("POST", "/v3/order/o1/append", Reply(status=201, json=created_order_json("o1")))
+    mask = mask_png()
 
-    created = await client.orders.append_mask("o1", PNG, project_id="p1")
+    created = await client.orders.append_mask("o1", mask, project_id="p1")
 
     assert created.order_id == "o1"
     [seen] = fake.seen
     assert seen.fields("asset_role") == ["mask"]
     assert seen.fields("asset_type") == ["mask"]
     assert seen.fields("project_id") == ["p1"]
-    assert [f.data for f in seen.files()] == [PNG]
+    assert [f.data for f in seen.files()] == [mask]
+
+
+async def test_append_mask_checks_the_mask_before_sending(
+    fake: FakeService, client: Client
+) -> None:
+    white = Image.new("RGB", (40, 30), (255, 255, 255))
+    buffer = io.BytesIO()
+    white.save(buffer, "PNG")
+
+    with pytest.raises(MaskError, match="white-on-black"):
+        await client.orders.append_mask("o1", buffer.getvalue())
+    with pytest.raises(MaskError, match="not a readable image"):
+        await client.orders.append_mask("o1", PNG)
+    with pytest.raises(MaskError, match="white-on-black"):
+        await client.orders.append_mask("o1", io.BytesIO(buffer.getvalue()))  # a file, read whole
+    assert fake.seen == []  # nothing was uploaded
 
 
 async def test_append_mask_accepts_an_order_or_no_body(fake: FakeService, client: Client) -> None:
     order = {"id": "o1", "entry_assets": [{"id": "m1", "asset_role": "mask"}]}
     fake.script("POST", "/v3/order/o1/append", Reply(json=order), Reply(status=204))
 
-    assert (await client.orders.append_mask("o1", PNG)).assets[0].id == "m1"
-    assert (await client.orders.append_mask("o1", PNG)) == CreatedOrder(order_id="o1")
+    assert (await client.orders.append_mask("o1", PNG, check=False)).assets[0].id == "m1"
+    assert (await client.orders.append_mask("o1", PNG, check=False)) == CreatedOrder(order_id="o1")
 
 
 async def test_get_order(fake: FakeService, client: Client) -> None:

@@ -36,6 +36,7 @@ from asyncsdk import (
     AuthenticationError,
     Client,
     ConfigurationError,
+    GenerationLimit,
     NotFoundError,
     ProcessCompleted,
     ProcessStatus,
@@ -114,6 +115,8 @@ async def test_api_key_never_appears_in_logs_reprs_errors_or_tracebacks(
         options.setdefault("backoff_initial", 0.001)
         options.setdefault("backoff_max", 0.005)
         options.setdefault("min_poll_interval", 0.01)
+        # The service's generation window (10 per 600 s) shortened, as Sandbox.client does.
+        options.setdefault("generation_limit", GenerationLimit(max_calls=10, period=0.01))
         sdk = Client(api_key=api_key, base_url=url, **options)
         shown.extend([repr(sdk), str(sdk), repr(sdk.settings), repr(sdk._transport)])
         return sdk
