@@ -73,6 +73,13 @@ async def test_readme_quickstart(
                 assert response.status == 202
                 assert (await response.json())["status"] == "processing"
             assert time.monotonic() - started < 5
+
+            # The generation window full: 429 with when to come back, and nothing uploaded.
+            app[namespace["CLIENT"]].generation_limit.refused()
+            async with session.post(server.make_url("/stage"), data=photo) as response:
+                assert response.status == 429
+                assert int(response.headers["Retry-After"]) >= 1
+            assert sb.stats.orders_created == 2
         assert sb.stats.processes_created == 2
         # The results came by webhook: no process was ever polled.
         assert sb.stats.requests["GET /v3/process/{id}"] == 0
