@@ -43,6 +43,9 @@ class LocalService:
             base_url=self.sandbox.base_url,
             app_url=self.sandbox.app_url,
             min_poll_interval=0.5,
+            # `process` paces creations itself (with --generation-limit, the sandbox enforces
+            # the same limit); the demo's five jobs fit in any window.
+            generation_limit=None,
         )
 
 

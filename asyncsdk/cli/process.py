@@ -194,8 +194,9 @@ async def _service(
             yield client, local.registry, f"sandbox:{uuid.uuid4().hex}"
         return
     key, base, app = service_settings(os.environ, args.base_url, args.app_url)
-    # Creations are paced by the command itself (see _pace), with the slots of earlier runs.
-    async with Client(api_key=key, base_url=base, app_url=app) as client:
+    # Creations are paced by the command itself (see _pace), with the slots of earlier runs, so
+    # the client's own limit is off: two pacers would wait twice.
+    async with Client(api_key=key, base_url=base, app_url=app, generation_limit=None) as client:
         yield client, None, str(client.settings.base_url)
 
 
