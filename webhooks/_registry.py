@@ -39,6 +39,7 @@ from typing import Final, Self
 import attrs
 
 from asyncsdk import AsyncSDKError, ConfigurationError, ProcessCompleted, WaitTimeoutError
+from webhooks._checks import non_negative_seconds
 
 __all__ = [
     "DEFAULT_KEEP_FOR",
@@ -82,15 +83,6 @@ class RegistryStats:
     """Distinct process ids those waiters wait for."""
     kept_events: int
     """Events kept for waiters that have not started yet (expired ones may linger up to 1 s)."""
-
-
-def _check_keep_for(_: object, attribute: attrs.Attribute[float], value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigurationError(
-            f"{attribute.name} must be a finite number of seconds, not {value!r}"
-        )
-    if value < 0:
-        raise ConfigurationError(f"{attribute.name} must be 0 or more seconds, not {value!r}")
 
 
 def _check_max_kept(_: object, attribute: attrs.Attribute[int], value: int) -> None:
@@ -142,7 +134,7 @@ class Registry:
 
     keep_for: float = attrs.field(
         default=DEFAULT_KEEP_FOR,
-        validator=_check_keep_for,
+        validator=non_negative_seconds,
         kw_only=True,
         on_setattr=attrs.setters.validate,
     )

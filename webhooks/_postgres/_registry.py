@@ -21,13 +21,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Self
 
 import attrs
 
-from asyncsdk import ConfigurationError
+from webhooks._checks import positive_seconds
 from webhooks._codec import decode_event, encode_event
 from webhooks._postgres import _sql
 from webhooks._postgres._connect import (
@@ -71,15 +70,6 @@ _PURGE_EVERY: Final = 60.0
 _POOL_SIZE: Final = 4
 
 
-def _check_seconds(_: object, attribute: attrs.Attribute[float], value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigurationError(
-            f"{attribute.name} must be a finite number of seconds, not {value!r}"
-        )
-    if value <= 0:
-        raise ConfigurationError(f"{attribute.name} must be more than 0 seconds, not {value!r}")
-
-
 @attrs.define(eq=False, repr=False)
 class PostgresRegistry:
     """A waiter registry shared by every process using the same PostgreSQL database and schema.
@@ -98,9 +88,11 @@ class PostgresRegistry:
 
     dsn: str = attrs.field(converter=check_dsn)
     schema: str = attrs.field(default=DEFAULT_SCHEMA, kw_only=True, converter=check_schema)
-    keep_for: float = attrs.field(default=DEFAULT_KEEP_FOR, kw_only=True, validator=_check_seconds)
+    keep_for: float = attrs.field(
+        default=DEFAULT_KEEP_FOR, kw_only=True, validator=positive_seconds
+    )
     """Seconds a result stays in the database for waiters that start after it landed."""
-    ping_interval: float = attrs.field(default=10.0, kw_only=True, validator=_check_seconds)
+    ping_interval: float = attrs.field(default=10.0, kw_only=True, validator=positive_seconds)
     """Seconds between checks of the listening connection; one unanswered for that long and the
     connection is dropped and made again."""
     _statements: _sql.RegistrySQL = attrs.field(init=False)

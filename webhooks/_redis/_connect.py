@@ -12,7 +12,6 @@ import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Final
 
-import attrs
 import yarl
 
 from asyncsdk import ConfigurationError
@@ -26,7 +25,6 @@ __all__ = [
     "check_consumer",
     "check_prefix",
     "connect",
-    "positive_seconds",
     "require_redis",
     "translate_errors",
     "where",
@@ -108,16 +106,6 @@ def translate_errors(
         raise unavailable(f"{what}: Redis at {where(client)} cannot be reached ({exc})") from exc
     except redis.exceptions.RedisError as exc:
         raise other(f"{what}: Redis at {where(client)} answered with an error ({exc})") from exc
-
-
-def positive_seconds(_: object, attribute: attrs.Attribute[float], value: float) -> None:
-    """An attrs validator: a finite number of seconds, more than 0."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigurationError(
-            f"{attribute.name} must be a finite number of seconds, not {value!r}"
-        )
-    if value <= 0:
-        raise ConfigurationError(f"{attribute.name} must be more than 0 seconds, not {value!r}")
 
 
 def whole_seconds(seconds: float) -> int:

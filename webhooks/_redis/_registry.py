@@ -18,14 +18,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 from collections.abc import Iterable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Self
 
 import attrs
 
-from asyncsdk import ConfigurationError
+from webhooks._checks import positive_seconds
 from webhooks._codec import decode_event, encode_event
 from webhooks._redis import _scripts
 from webhooks._redis._connect import (
@@ -67,15 +66,6 @@ _CLOSE_TIMEOUT: Final = 5.0
 """Seconds close() waits for its tasks and then for its connections before moving on."""
 
 
-def _check_seconds(_: object, attribute: attrs.Attribute[float], value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigurationError(
-            f"{attribute.name} must be a finite number of seconds, not {value!r}"
-        )
-    if value <= 0:
-        raise ConfigurationError(f"{attribute.name} must be more than 0 seconds, not {value!r}")
-
-
 @attrs.define(eq=False)
 class RedisRegistry:
     """A waiter registry shared by every process using the same Redis server and prefix.
@@ -94,11 +84,13 @@ class RedisRegistry:
 
     url: str = DEFAULT_REDIS_URL
     prefix: str = attrs.field(default=DEFAULT_PREFIX, kw_only=True, converter=check_prefix)
-    keep_for: float = attrs.field(default=DEFAULT_KEEP_FOR, kw_only=True, validator=_check_seconds)
+    keep_for: float = attrs.field(
+        default=DEFAULT_KEEP_FOR, kw_only=True, validator=positive_seconds
+    )
     """Seconds a result stays in Redis for waiters that start after it landed."""
     client: Redis | None = attrs.field(default=None, kw_only=True)
     """Your own ``redis.asyncio.Redis`` (then yours to close); by default one is opened on url."""
-    ping_interval: float = attrs.field(default=10.0, kw_only=True, validator=_check_seconds)
+    ping_interval: float = attrs.field(default=10.0, kw_only=True, validator=positive_seconds)
     """Seconds of silence after which the subscription is pinged; twice that without an answer
     and it is dropped and made again."""
     _redis: Redis = attrs.field(init=False)

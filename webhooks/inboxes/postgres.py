@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import math
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Final, TypeVar
 
@@ -22,6 +21,7 @@ import attrs
 
 from asyncsdk import ConfigurationError
 from webhooks._admin import InboxStats
+from webhooks._checks import positive_seconds
 from webhooks._codec import decode_event, dedup_key_text, encode_event
 from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
@@ -61,15 +61,6 @@ _MAX_ID_DIGITS: Final = 18
 T = TypeVar("T")
 
 
-def _positive_seconds(_: object, attribute: attrs.Attribute[float], value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigurationError(
-            f"{attribute.name} must be a finite number of seconds, not {value!r}"
-        )
-    if value <= 0:
-        raise ConfigurationError(f"{attribute.name} must be more than 0 seconds, not {value!r}")
-
-
 @attrs.define(eq=False, repr=False)
 class PostgresInbox:
     """An :class:`~webhooks.Inbox` in PostgreSQL, shared by every process using the same schema.
@@ -87,11 +78,11 @@ class PostgresInbox:
     dsn: str = attrs.field(converter=check_dsn)
     schema: str = attrs.field(default=DEFAULT_SCHEMA, kw_only=True, converter=check_schema)
     claim_timeout: float = attrs.field(
-        default=DEFAULT_CLAIM_TIMEOUT, kw_only=True, validator=_positive_seconds
+        default=DEFAULT_CLAIM_TIMEOUT, kw_only=True, validator=positive_seconds
     )
     """Seconds after which a claim that was not extended counts as abandoned."""
     retention: float = attrs.field(
-        default=DEFAULT_DEDUP_RETENTION, kw_only=True, validator=_positive_seconds
+        default=DEFAULT_DEDUP_RETENTION, kw_only=True, validator=positive_seconds
     )
     """Seconds a finished event's dedup key is kept after its ack."""
     _statements: _sql.InboxSQL = attrs.field(init=False)

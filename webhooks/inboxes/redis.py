@@ -18,6 +18,7 @@ import attrs
 
 from asyncsdk import ConfigurationError, ProcessCompleted
 from webhooks._admin import InboxStats
+from webhooks._checks import positive_seconds
 from webhooks._codec import dedup_key_text, encode_event
 from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
@@ -35,7 +36,6 @@ from webhooks._redis._connect import (
     check_consumer,
     check_prefix,
     connect,
-    positive_seconds,
     require_redis,
     translate_errors,
     whole_seconds,
