@@ -4,16 +4,21 @@ catalogue snapshot (:func:`plan_process`, pure) or against the client's cache
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
 import attrs
 
 from asyncsdk._catalogue.cache import CatalogueCache
+from asyncsdk._catalogue.memo import KeptPlan, PlanMemo, plan_key
 from asyncsdk._catalogue.names import SlotLayout, input_slots, quoted, slot_suffix
 from asyncsdk._catalogue.snapshot import Catalogue, WidgetsArg, WidgetSelection, widget_entries
-from asyncsdk._catalogue.widgets import plan_widgets_checked, plan_widgets_unchecked
+from asyncsdk._catalogue.widgets import (
+    check_widgets_arg,
+    plan_widgets_checked,
+    plan_widgets_unchecked,
+)
 from asyncsdk._checks import is_mapping, require_text
 from asyncsdk._errors import ConfigurationError, InputError, ValidationError
 from asyncsdk._models import Asset, AssetRole
@@ -25,17 +30,44 @@ def _freeze_str_map(value: Mapping[str, str]) -> Mapping[str, str]:
     return MappingProxyType(dict(value))
 
 
+def _tuple_of_selections(value: Iterable[WidgetSelection]) -> tuple[WidgetSelection, ...]:
+    return tuple(value)
+
+
 @attrs.frozen(kw_only=True)
 class PreparedProcess:
     """A process request ready to send: the tool slug, the asset map and the widgets, expanded.
 
-    ``validated`` tells whether it was checked against the fetched catalogue.
+    ``validated`` tells whether it was checked against the fetched catalogue.  Its shape is
+    checked when it is made, as a prepared request may come from anywhere: a non-empty tool slug,
+    an asset map of non-empty strings, :class:`~asyncsdk.WidgetSelection` values.
     """
 
-    tool: str
+    tool: str = attrs.field()
     asset_map: Mapping[str, str] = attrs.field(converter=_freeze_str_map, hash=False)
-    widgets: tuple[WidgetSelection, ...] = ()
+    widgets: tuple[WidgetSelection, ...] = attrs.field(default=(), converter=_tuple_of_selections)
     validated: bool = False
+
+    @tool.validator
+    def _check_tool(self, _: attrs.Attribute[str], value: str) -> None:
+        require_text(value, "tool")
+
+    @asset_map.validator
+    def _check_asset_map(
+        self, _: attrs.Attribute[Mapping[str, str]], value: Mapping[str, str]
+    ) -> None:
+        check_asset_map(self.tool, value)
+
+    @widgets.validator
+    def _check_widgets(
+        self, _: attrs.Attribute[tuple[WidgetSelection, ...]], value: tuple[WidgetSelection, ...]
+    ) -> None:
+        for index, selection in enumerate(value):
+            if not isinstance(selection, WidgetSelection):
+                raise ValidationError(
+                    f"widgets[{index}] of a PreparedProcess must be a WidgetSelection, not "
+                    f"{type(selection).__name__}"
+                )
 
     def widgets_json(self) -> list[dict[str, Any]]:
         """The ``widgets`` array as it goes on the wire."""
@@ -269,8 +301,10 @@ async def prepare_process(
     widgets: WidgetsArg | None,
     order_assets: Sequence[Asset] | None = None,
     validate: bool = True,
+    memo: PlanMemo[PreparedProcess] | None = None,
 ) -> PreparedProcess:
-    """Expand and check a process request before it is sent (spec 4.8).
+    """Check the arguments of a process request, then expand and check it before it is sent
+    (spec 4.8).
 
     ``inputs`` is an asset id (single-slot tools), or a mapping by short slot name (``image``,
     ``mask``, ``before``, ``after``) or full slot name; ``asset_map`` is the wire mapping by full
@@ -278,26 +312,54 @@ async def prepare_process(
     tool, are used when ``order_assets`` is known).  ``widgets`` takes any :data:`WidgetsArg` form.
 
     With ``validate=True`` the tool list and the tool's widgets are fetched through ``cache`` (once
-    per TTL, shared by concurrent callers) and a :class:`CatalogueError` explains any problem.  With
-    ``validate=False`` nothing is fetched: short forms are expanded by whatever the cache already
-    holds, else by the slug convention, and everything else is passed through.
+    per TTL, shared by concurrent callers) and a :class:`CatalogueError` explains any problem; the
+    plan is kept in ``memo`` (see :mod:`asyncsdk._catalogue.memo`).  With ``validate=False``
+    nothing is fetched: short forms are expanded by whatever the cache already holds, else by the
+    slug convention, and everything else is passed through.
     """
-    snapshot: Catalogue | None
-    if validate:
-        tools = await cache.tools()
-        tool = Catalogue(tools=tools).active_tool(tool).slug
-        snapshot = Catalogue(tools=tools, widgets={tool: await cache.widgets(tool)})
-    else:
-        snapshot = cache.peek()
-    return plan_process(
-        snapshot,
-        tool=tool,
+    if not validate:
+        _check_arguments(tool, asset_map, widgets)
+        return plan_process(
+            cache.peek(),
+            tool=tool,
+            asset_map=asset_map,
+            inputs=inputs,
+            widgets=widgets,
+            order_assets=order_assets,
+            validate=False,
+        )
+    key = plan_key(tool, asset_map, inputs, widgets) if memo and order_assets is None else None
+    kept = memo.get(key) if memo and key is not None else None
+    if kept is None:
+        # Arguments equal to a kept plan's passed these checks already.
+        _check_arguments(tool, asset_map, widgets)
+    tools = await cache.tools()
+    if kept is not None and kept.checked_against(tools, await cache.widgets(kept.prepared.tool)):
+        return kept.prepared
+    slug = Catalogue(tools=tools).active_tool(tool).slug
+    listed = await cache.widgets(slug)
+    prepared = plan_process(
+        Catalogue(tools=tools, widgets={slug: listed}),
+        tool=slug,
         asset_map=asset_map,
         inputs=inputs,
         widgets=widgets,
         order_assets=order_assets,
-        validate=validate,
+        validate=True,
     )
+    if memo and key is not None:
+        memo.keep(key, KeptPlan(prepared, tools, listed))
+    return prepared
+
+
+def _check_arguments(
+    tool: str, asset_map: Mapping[str, str] | None, widgets: WidgetsArg | None
+) -> None:
+    """The shape of the arguments, before the catalogue is consulted."""
+    require_text(tool, "tool")
+    if asset_map is not None:
+        check_asset_map(tool, asset_map)
+    check_widgets_arg(widgets)
 
 
 def check_asset_map(tool: str, asset_map: Mapping[str, str]) -> None:

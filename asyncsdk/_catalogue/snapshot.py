@@ -17,7 +17,7 @@ from asyncsdk._catalogue.names import (
     quoted,
     widget_purpose,
 )
-from asyncsdk._checks import is_mapping, is_sequence
+from asyncsdk._checks import is_mapping, is_sequence, require_text
 from asyncsdk._errors import (
     ConfigurationError,
     InactiveError,
@@ -49,8 +49,17 @@ def _tuple_of_str(value: Iterable[str]) -> tuple[str, ...]:
 class WidgetSelection:
     """One entry of the ``widgets`` array of a process request: a widget and its chosen items."""
 
-    slug: str
+    slug: str = attrs.field()
     item_slugs: tuple[str, ...] = attrs.field(converter=_tuple_of_str)
+
+    @slug.validator
+    def _check_slug(self, _: attrs.Attribute[str], value: str) -> None:
+        require_text(value, "a WidgetSelection's slug")
+
+    @item_slugs.validator
+    def _check_items(self, _: attrs.Attribute[tuple[str, ...]], value: tuple[str, ...]) -> None:
+        for item in value:
+            require_text(item, f"an item slug of widget {self.slug!r}")
 
     def to_wire(self) -> dict[str, Any]:
         return {"slug": self.slug, "item_slugs": list(self.item_slugs)}

@@ -50,10 +50,15 @@ class Core:
     _decoders: dict[type[Any], Callable[[Any], Any]] = attrs.field(
         factory=dict, init=False, eq=False, repr=False
     )
+    #: Process creation under the generation limit (``generation_limit``).
+    generations: Generations = attrs.field(
+        default=attrs.Factory(lambda self: self._make_generations(), takes_self=True),
+        init=False,
+        eq=False,
+        repr=False,
+    )
 
-    @property
-    def generations(self) -> Generations:
-        """Process creation under the generation limit (``generation_limit``)."""
+    def _make_generations(self) -> Generations:
         retries = 3 if self.retry is None else self.retry.max_retries
         return Generations(
             self.generation_limit, max_refusals=retries, telemetry=self.transport.telemetry

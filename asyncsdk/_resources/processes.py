@@ -13,10 +13,9 @@ from typing import Any
 
 from asyncsdk._catalogue import (
     CatalogueCache,
+    PlanMemo,
     PreparedProcess,
     WidgetsArg,
-    check_asset_map,
-    check_widgets,
     check_widgets_arg,
     prepare_process,
 )
@@ -48,6 +47,7 @@ class Processes:
             catalogue = CatalogueCache(tools.list, tools.widgets)
         self._catalogue = catalogue
         self._validate = validate
+        self._plans: PlanMemo[PreparedProcess] = PlanMemo()
         self._waiting = Waiting(self.get, core.min_poll_interval)
 
     async def prepare(
@@ -67,10 +67,6 @@ class Processes:
         :class:`~asyncsdk.CatalogueError` names any problem; asset ids are checked against
         ``order_assets`` when given.
         """
-        require_text(tool, "tool")
-        if asset_map is not None:
-            check_asset_map(tool, asset_map)
-        check_widgets_arg(widgets)
         return await prepare_process(
             self._catalogue,
             tool=tool,
@@ -79,6 +75,7 @@ class Processes:
             widgets=widgets,
             order_assets=order_assets,
             validate=self._validate if validate is None else validate,
+            memo=self._plans,
         )
 
     async def create(
@@ -134,9 +131,7 @@ class Processes:
             order_assets=order_assets,
             validate=validate,
         )
-        return await self.create_prepared(
-            order_id, prepared, process_group_id=process_group_id, timeout=timeout
-        )
+        return await self._create(order_id, prepared, process_group_id, timeout, reserve=True)
 
     async def create_prepared(
         self,
@@ -147,8 +142,7 @@ class Processes:
         timeout: TimeoutArg = None,
     ) -> CreatedProcesses:
         """Create the process a :meth:`prepare` call planned (waits first for a place in the
-        client's generation limit).  Its shape is checked again here, as a prepared request may
-        come from anywhere.  A 429 is handled as :meth:`create` says.
+        client's generation limit).  A 429 is handled as :meth:`create` says.
         """
         return await self._create(order_id, prepared, process_group_id, timeout, reserve=True)
 
@@ -168,13 +162,12 @@ class Processes:
         require_text(order_id, "order_id")
         if process_group_id is not None:
             require_text(process_group_id, "process_group_id")
-        tool = require_text(prepared.tool, "tool")
-        check_asset_map(tool, prepared.asset_map)
+        # The prepared request checked its own shape when it was made.
         body: dict[str, Any] = {
             "order_id": order_id,
-            "tool": tool,
+            "tool": prepared.tool,
             "asset_map": dict(prepared.asset_map),
-            "widgets": check_widgets(prepared.widgets_json()),
+            "widgets": prepared.widgets_json(),
         }
         if process_group_id is not None:
             body["process_group_id"] = process_group_id

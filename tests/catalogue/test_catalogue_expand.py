@@ -7,7 +7,16 @@ from collections.abc import Callable
 import pytest
 from catalogue_fixture import INDOOR, OPTIONS, OUTDOOR, TOOLS, CatalogueSource
 
-from asyncsdk import Asset, Catalogue, InputError, PreparedProcess, Tool, ToolSlug, WidgetSelection
+from asyncsdk import (
+    Asset,
+    Catalogue,
+    InputError,
+    PreparedProcess,
+    Tool,
+    ToolSlug,
+    ValidationError,
+    WidgetSelection,
+)
 
 # plan_process (a request planned against a catalogue snapshot, no I/O) and prepare_process
 # (the same through a cache) have no public name: a client reaches them only through
@@ -369,3 +378,29 @@ def test_checked_before_upload_with_placeholders(catalogue: Catalogue) -> None:
     assert real.tool == prepared.tool
     with pytest.raises(InputError, match="no asset id given for the placeholder"):
         prepared.with_asset_ids({"0": "photo-1"})
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: PreparedProcess(tool="", asset_map={"s": "a"}), "tool must be a non-empty"),
+        (lambda: PreparedProcess(tool=VS, asset_map={}), "asset_map must map"),
+        (lambda: PreparedProcess(tool=VS, asset_map={"s": ""}), r"asset_map\['s'\]"),
+        (
+            lambda: PreparedProcess(
+                tool=VS,
+                asset_map={"s": "a"},
+                widgets=[{"slug": SPACE_VS}],  # type: ignore[list-item]
+            ),
+            "must be a WidgetSelection, not dict",
+        ),
+        (lambda: WidgetSelection("", ("item-x",)), "slug must be a non-empty"),
+        (lambda: WidgetSelection(SPACE_VS, ("",)), "an item slug of widget"),
+    ],
+)
+def test_a_prepared_request_made_by_hand_is_checked_when_made(
+    make: Callable[[], object], message: str
+) -> None:
+    # create_prepared sends a PreparedProcess as it is: its shape is checked once, here.
+    with pytest.raises(ValidationError, match=message):
+        make()
