@@ -237,3 +237,22 @@ def test_the_postgres_backends_name_the_extra_when_asyncpg_is_missing() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.count("pip install 'asyncsdk[postgres]'") == 2
+
+
+async def test_the_inbox_table_is_vacuumed_by_dead_rows_not_by_size(
+    postgres_dsn: str, postgres_schema: str, raw_postgres: asyncpg.Connection
+) -> None:
+    # Claims read the index of pending rows from its oldest end: with PostgreSQL's default (20 %
+    # of the table) a million retained keys would let 200,000 dead versions pile up there.
+    inbox = PostgresInbox(postgres_dsn, schema=postgres_schema)
+    try:
+        await inbox.check()
+    finally:
+        await inbox.close()
+    options = await raw_postgres.fetchval(
+        "SELECT reloptions FROM pg_class"
+        " WHERE relname = 'inbox' AND relnamespace = $1::regnamespace",
+        postgres_schema,
+    )
+    assert "autovacuum_vacuum_scale_factor=0" in options
+    assert "autovacuum_vacuum_threshold=10000" in options
