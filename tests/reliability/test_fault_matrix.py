@@ -41,8 +41,8 @@ from asyncsdk.sandbox import Sandbox, SandboxConfig
 from ._shared import SLOT, STAGING_WIDGETS, TOOL, photo, sandbox_client
 
 MAX_RETRIES = 3
-TOTAL_TIMEOUT = 0.25  # seconds per attempt; the slow switches take longer than this
-SLOW = 0.6
+TOTAL_TIMEOUT = 1.0  # seconds per attempt, ample on a busy machine; the slow switches take longer
+SLOW = 2.0
 PAST_DATE = email.utils.formatdate(time.time() - 60, usegmt=True)
 
 
