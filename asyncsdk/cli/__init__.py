@@ -1,7 +1,8 @@
 """The ``asyncsdk`` command (also ``python -m asyncsdk``).
 
-Subcommands: ``demo``, ``process``, ``tools``, ``widgets``, ``sandbox``, ``receiver``.  Every error
-ends as one line on stderr (``error: ...``) and an exit code scripts can rely on (see ``EPILOG``).
+Subcommands: ``demo``, ``process``, ``tools``, ``widgets``, ``sandbox``, ``receiver``, ``inbox``.
+Every error ends as one line on stderr (``error: ...``) and an exit code scripts can rely on
+(see ``EPILOG``).
 """
 
 from __future__ import annotations
