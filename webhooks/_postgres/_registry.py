@@ -21,13 +21,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Self
+from typing import TYPE_CHECKING, Final, Self
 
 import attrs
 
 from webhooks._checks import positive_seconds
-from webhooks._codec import decode_event, encode_event
+from webhooks._codec import encode_event
 from webhooks._postgres import _sql
 from webhooks._postgres._connect import (
     DEFAULT_SCHEMA,
@@ -43,11 +44,11 @@ from webhooks._postgres._connect import (
 )
 from webhooks._registry import (
     DEFAULT_KEEP_FOR,
-    Registry,
     RegistryClosedError,
     RegistryStats,
     RegistryUnavailableError,
 )
+from webhooks._remote_registry import RemoteWaiters, Wording
 
 if TYPE_CHECKING:
     import asyncpg
@@ -60,14 +61,18 @@ logger = logging.getLogger("webhooks.postgres")
 
 _READ_CHUNK: Final = 1000
 """Process ids per read."""
-_LOCAL_KEEP_FOR: Final = 30.0
-"""Seconds an event read is kept in memory (covers a wait racing a read)."""
-_MAX_BACKOFF: Final = 5.0
 _CLOSE_TIMEOUT: Final = 5.0
-"""Seconds close() waits for its tasks and then for its connections before moving on."""
+"""Seconds close() waits for its pool to close before terminating it."""
 _PURGE_EVERY: Final = 60.0
 """Seconds between deletions of expired results."""
 _POOL_SIZE: Final = 4
+_WORDING: Final = Wording(
+    logger=logger,
+    tasks="postgres-registry",
+    store="PostgreSQL",
+    lost="listening on %s lost (%r); connecting again in %.2f s",
+    undecodable="ignoring an undecodable result in schema %s",
+)
 
 
 @attrs.define(eq=False, repr=False)
@@ -97,26 +102,23 @@ class PostgresRegistry:
     connection is dropped and made again."""
     _statements: _sql.RegistrySQL = attrs.field(init=False)
     _channel: str = attrs.field(init=False)
-    _local: Registry = attrs.field(init=False)
+    _waiters: RemoteWaiters = attrs.field(init=False)
     _pool: asyncpg.Pool | None = attrs.field(default=None, init=False)
     _opening: asyncio.Lock = attrs.field(factory=asyncio.Lock, init=False)
-    _tasks: list[asyncio.Task[None]] = attrs.field(factory=list, init=False)
-    _live: asyncio.Event | None = attrs.field(default=None, init=False)
-    _to_read: set[str] = attrs.field(factory=set, init=False)
-    _read_wanted: asyncio.Event | None = attrs.field(default=None, init=False)
-    _fed: bool = attrs.field(default=True, init=False)
-    _closed: bool = attrs.field(default=False, init=False)
-    _subscriptions: int = attrs.field(default=0, init=False)
     _next_purge: float = attrs.field(default=0.0, init=False)
 
     def __attrs_post_init__(self) -> None:
         require_asyncpg()
         self._statements = _sql.RegistrySQL(self.schema)
         self._channel = _sql.channel(self.schema)
-        self._local = Registry(
-            keep_for=min(_LOCAL_KEEP_FOR, self.keep_for),
-            healthy=True,
-            on_first_waiter=self._want_read,
+        self._waiters = RemoteWaiters(
+            wording=_WORDING,
+            keep_for=self.keep_for,
+            scope=self.schema,
+            channel=self._channel,
+            source=self.schema,
+            listen=self._listen_once,
+            read=self._read_results,
         )
 
     def __repr__(self) -> str:
@@ -128,7 +130,7 @@ class PostgresRegistry:
     def healthy(self) -> bool:
         """True while the listening connection is live, the registry open, and no receiver of
         this process has reported itself stopped (``set_healthy(False)``)."""
-        return not self._closed and self._fed and self._live is not None and self._live.is_set()
+        return self._waiters.healthy
 
     async def wait(self, process_id: str, *, timeout: float | None = None) -> ProcessCompleted:
         """Return the event of ``process_id`` as soon as any process resolves it.
@@ -138,21 +140,13 @@ class PostgresRegistry:
         The server being briefly unreachable does not fail a wait: results are re-read on
         reconnect.
         """
-        if self._closed:
-            raise RegistryClosedError(
-                f"the registry was closed; cannot wait for process {process_id!r}"
-            )
-        self._ensure_started()
-        return await self._local.wait(process_id, timeout=timeout)
+        return await self._waiters.wait(process_id, timeout)
 
     # -- sink ---------------------------------------------------------------------------------
 
     def set_healthy(self, healthy: bool) -> None:
         """Record whether the receiver of this process runs; starts listening if it does."""
-        self._fed = bool(healthy)
-        if healthy:
-            with contextlib.suppress(RuntimeError):  # no running loop: start() or wait() will
-                self._ensure_started()
+        self._waiters.set_healthy(healthy)
 
     async def resolve(self, event: ProcessCompleted) -> None:
         """Store the event under its process id (first wins) and notify every instance.
@@ -160,10 +154,7 @@ class PostgresRegistry:
         Raises :class:`RegistryUnavailableError` when the server cannot be reached, so the
         receiver retries the event later.
         """
-        if self._closed:
-            raise RegistryClosedError(
-                f"the registry was closed; cannot publish the event of {event.process_id!r}"
-            )
+        self._waiters.check_can_resolve(event)
         with translate_errors(
             RegistryUnavailableError, RegistryUnavailableError, "registry resolve", self.dsn
         ):
@@ -177,7 +168,7 @@ class PostgresRegistry:
             )
             await self._maybe_purge(pool)
         if stored:
-            self._local.resolve_nowait(event)  # no need to wait for our own notification
+            self._waiters.local.resolve_nowait(event)  # no need to wait for our own notification
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -187,32 +178,18 @@ class PostgresRegistry:
         Raises :class:`RegistryUnavailableError` (after closing the registry) if the server does
         not answer within ``timeout`` seconds.
         """
-        if self._closed:
-            raise RegistryClosedError("the registry was closed; create a new one")
-        live = self._ensure_started()
-        try:
-            async with asyncio.timeout(timeout):
-                await live.wait()
-        except TimeoutError:
+        if not await self._waiters.until_live(timeout):
             await self.close()
             raise RegistryUnavailableError(
                 f"could not listen on {self._channel!r} on PostgreSQL at {where(self.dsn)}"
                 f" within {timeout} s; is the server running?"
-            ) from None
+            )
 
     async def close(self) -> None:
         """Stop listening, fail pending waiters with RegistryClosedError, release connections."""
-        if self._closed:
+        if self._waiters.closed:
             return
-        self._closed = True
-        tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            _, stuck = await asyncio.wait(tasks, timeout=_CLOSE_TIMEOUT)
-            if stuck:
-                logger.warning("%d PostgreSQL registry task(s) did not stop in time", len(stuck))
-        await self._local.close()
+        await self._waiters.close()
         async with self._opening:  # an opening under way finishes first
             pool, self._pool = self._pool, None
         if pool is not None:
@@ -237,22 +214,22 @@ class PostgresRegistry:
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        return self._waiters.closed
 
     @property
     def pending_count(self) -> int:
         """Coroutines of this process currently inside :meth:`wait`."""
-        return self._local.pending_count
+        return self._waiters.local.pending_count
 
     @property
     def stats(self) -> RegistryStats:
         """What this process holds in memory (events read recently are kept a few seconds)."""
-        return self._local.stats
+        return self._waiters.local.stats
 
     @property
     def subscriptions(self) -> int:
         """How many times the listening connection was made (1 + the reconnects so far)."""
-        return self._subscriptions
+        return self._waiters.subscriptions
 
     # -- background work ----------------------------------------------------------------------
 
@@ -260,7 +237,7 @@ class PostgresRegistry:
         """The pool for resolves and reads, opened (and the schema made) by the first caller."""
         if self._pool is None:
             async with self._opening:
-                if self._closed:
+                if self._waiters.closed:
                     raise RegistryClosedError("the registry was closed; create a new one")
                 if self._pool is None:
                     pool = await create_pool(self.dsn, max_size=_POOL_SIZE)
@@ -278,62 +255,24 @@ class PostgresRegistry:
             self._next_purge = now + _PURGE_EVERY
             await pool.execute(self._statements.purge)
 
-    def _ensure_started(self) -> asyncio.Event:
-        if self._live is None or self._read_wanted is None:
-            self._live = asyncio.Event()
-            self._read_wanted = asyncio.Event()
-            if self._to_read:
-                self._read_wanted.set()
-            self._tasks = [
-                asyncio.create_task(self._listen(), name=f"postgres-registry-listen {self.schema}"),
-                asyncio.create_task(self._read(), name=f"postgres-registry-read {self.schema}"),
-            ]
-        return self._live
-
-    def _want_read(self, process_id: str) -> None:
-        self._to_read.add(process_id)
-        if self._read_wanted is not None:
-            self._read_wanted.set()
-
     def _notified(self, connection: object, pid: int, channel: str, payload: object) -> None:
         """A notification: the process id of a stored result; read it if someone here waits."""
-        if isinstance(payload, str) and self._local.is_pending(payload):
-            self._want_read(payload)
+        if isinstance(payload, str):
+            self._waiters.heard_of(payload)
 
-    async def _listen(self) -> None:
-        """The one listening connection: (re)connect, LISTEN, re-read pending ids, keep checking.
+    async def _listen_once(self, connected: Callable[[], None]) -> None:
+        """The one listening connection: connect, LISTEN, re-read pending ids, keep checking.
 
         Each new connection re-reads every id still waited for, which covers the notifications
         sent while there was none.
         """
-        assert self._live is not None
-        backoff = 0.05
-        while True:
-            conn: asyncpg.Connection | None = None
-            try:
-                await self._ready_pool()  # the schema exists before the first read
-                conn, lost = await listen(self.dsn, self._channel, self._notified)
-                self._subscriptions += 1
-                self._live.set()
-                backoff = 0.05
-                for process_id in self._local.pending_ids():
-                    self._want_read(process_id)
-                await self._keep_checking(conn, lost)
-            except RegistryClosedError:
-                return  # closed while the pool was being opened
-            except Exception as exc:  # asyncpg raises many types; all mean "connect again"
-                self._live.clear()
-                logger.warning(
-                    "listening on %s lost (%r); connecting again in %.2f s",
-                    self._channel,
-                    exc,
-                    backoff,
-                )
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, _MAX_BACKOFF)
-            finally:
-                if conn is not None:
-                    await close_connection(conn)
+        await self._ready_pool()  # the schema exists before the first read
+        conn, lost = await listen(self.dsn, self._channel, self._notified)
+        try:
+            connected()
+            await self._keep_checking(conn, lost)
+        finally:
+            await close_connection(conn)
 
     async def _keep_checking(self, conn: asyncpg.Connection, lost: asyncio.Event) -> None:
         """Raise once the listening connection is lost: at once when the server ends it, else
@@ -348,42 +287,9 @@ class PostgresRegistry:
             async with asyncio.timeout(self.ping_interval):
                 await conn.fetchval("SELECT 1")
 
-    async def _read(self) -> None:
-        """Read the results of newly pending ids in batches (one query per chunk)."""
-        assert self._read_wanted is not None
-        backoff = 0.05
-        while True:
-            await self._read_wanted.wait()
-            self._read_wanted.clear()
-            wanted, self._to_read = self._to_read, set()
-            ids = [pid for pid in wanted if self._local.is_pending(pid)]
-            try:
-                await self._read_results(ids)
-            except RegistryClosedError:
-                return  # closed while the pool was being opened
-            except Exception as exc:  # see _listen; the ids are read again after a pause
-                self._to_read.update(ids)
-                logger.warning("reading results failed (%r); again in %.2f s", exc, backoff)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, _MAX_BACKOFF)
-                self._read_wanted.set()
-            else:
-                backoff = 0.05
-
     async def _read_results(self, ids: list[str]) -> None:
-        if not ids:
-            return
+        """Read the results of ``ids`` (one query per chunk)."""
         pool = await self._ready_pool()
         for start in range(0, len(ids), _READ_CHUNK):
             for row in await pool.fetch(self._statements.read, ids[start : start + _READ_CHUNK]):
-                self._deliver(row[0])
-
-    def _deliver(self, payload: Any) -> None:
-        try:
-            event = decode_event(payload)
-        except Exception:  # a row written by something else: a decode error of any kind
-            logger.warning(
-                "ignoring an undecodable result in schema %s", self.schema, exc_info=True
-            )
-            return
-        self._local.resolve_nowait(event)
+                self._waiters.deliver(row[0])

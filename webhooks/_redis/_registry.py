@@ -18,14 +18,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Self
 
 import attrs
 
 from webhooks._checks import positive_seconds
-from webhooks._codec import decode_event, encode_event
+from webhooks._codec import encode_event
 from webhooks._redis import _scripts
 from webhooks._redis._connect import (
     DEFAULT_PREFIX,
@@ -36,13 +36,8 @@ from webhooks._redis._connect import (
     translate_errors,
     where,
 )
-from webhooks._registry import (
-    DEFAULT_KEEP_FOR,
-    Registry,
-    RegistryClosedError,
-    RegistryStats,
-    RegistryUnavailableError,
-)
+from webhooks._registry import DEFAULT_KEEP_FOR, RegistryStats, RegistryUnavailableError
+from webhooks._remote_registry import RemoteWaiters, Wording
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -57,13 +52,17 @@ logger = logging.getLogger("webhooks.redis")
 
 _READ_CHUNK: Final = 1000
 """Result keys per MGET."""
-_LOCAL_KEEP_FOR: Final = 30.0
-"""Seconds an event heard on the channel is kept in memory (covers a read racing a publish)."""
-_MAX_BACKOFF: Final = 5.0
 _PUBSUB_CLOSE_TIMEOUT: Final = 2.0
 """Seconds a subscription gets to close before its connection is dropped without waiting."""
 _CLOSE_TIMEOUT: Final = 5.0
-"""Seconds close() waits for its tasks and then for its connections before moving on."""
+"""Seconds close() waits for its connections to close before moving on."""
+_WORDING: Final = Wording(
+    logger=logger,
+    tasks="redis-registry",
+    store="Redis",
+    lost="subscription to %s lost (%r); subscribing again in %.2f s",
+    undecodable="ignoring an undecodable message on %s",
+)
 
 
 @attrs.define(eq=False)
@@ -94,29 +93,26 @@ class RedisRegistry:
     """Seconds of silence after which the subscription is pinged; twice that without an answer
     and it is dropped and made again."""
     _redis: Redis = attrs.field(init=False)
-    _local: Registry = attrs.field(init=False)
     _resolve_script: AsyncScript = attrs.field(init=False)
     _key_prefix: str = attrs.field(init=False)
     _channel: str = attrs.field(init=False)
-    _tasks: list[asyncio.Task[None]] = attrs.field(factory=list, init=False)
-    _live: asyncio.Event | None = attrs.field(default=None, init=False)
-    _to_read: set[str] = attrs.field(factory=set, init=False)
-    _read_wanted: asyncio.Event | None = attrs.field(default=None, init=False)
-    _fed: bool = attrs.field(default=True, init=False)
-    _closed: bool = attrs.field(default=False, init=False)
-    _subscriptions: int = attrs.field(default=0, init=False)
+    _waiters: RemoteWaiters = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         require_redis()
         self._redis = connect(self.url) if self.client is None else self.client
-        self._local = Registry(
-            keep_for=min(_LOCAL_KEEP_FOR, self.keep_for),
-            healthy=True,
-            on_first_waiter=self._want_read,
-        )
         self._resolve_script = self._redis.register_script(_scripts.RESOLVE)
         self._key_prefix = _scripts.result_key(self.prefix, "")
         self._channel = _scripts.results_channel(self.prefix)
+        self._waiters = RemoteWaiters(
+            wording=_WORDING,
+            keep_for=self.keep_for,
+            scope=self.prefix,
+            channel=self._channel,
+            source=self._channel,
+            listen=self._subscription,
+            read=self._read_keys,
+        )
 
     # -- ResultWaiter -------------------------------------------------------------------------
 
@@ -124,7 +120,7 @@ class RedisRegistry:
     def healthy(self) -> bool:
         """True while the subscription is live, the registry open, and no receiver of this
         process has reported itself stopped (``set_healthy(False)``)."""
-        return not self._closed and self._fed and self._live is not None and self._live.is_set()
+        return self._waiters.healthy
 
     async def wait(self, process_id: str, *, timeout: float | None = None) -> ProcessCompleted:
         """Return the event of ``process_id`` as soon as any process resolves it.
@@ -133,21 +129,13 @@ class RedisRegistry:
         first and :class:`~webhooks.RegistryClosedError` when the registry is or gets closed.
         Redis being briefly unreachable does not fail a wait: results are re-read on reconnect.
         """
-        if self._closed:
-            raise RegistryClosedError(
-                f"the registry was closed; cannot wait for process {process_id!r}"
-            )
-        self._ensure_started()
-        return await self._local.wait(process_id, timeout=timeout)
+        return await self._waiters.wait(process_id, timeout)
 
     # -- sink ---------------------------------------------------------------------------------
 
     def set_healthy(self, healthy: bool) -> None:
         """Record whether the receiver of this process runs; starts listening if it does."""
-        self._fed = bool(healthy)
-        if healthy:
-            with contextlib.suppress(RuntimeError):  # no running loop: start() or wait() will
-                self._ensure_started()
+        self._waiters.set_healthy(healthy)
 
     async def resolve(self, event: ProcessCompleted) -> None:
         """Store the event under its process id (first wins), then publish it to every instance.
@@ -155,10 +143,7 @@ class RedisRegistry:
         Raises :class:`RegistryUnavailableError` when Redis cannot be reached, so the receiver
         retries the event later.
         """
-        if self._closed:
-            raise RegistryClosedError(
-                f"the registry was closed; cannot publish the event of {event.process_id!r}"
-            )
+        self._waiters.check_can_resolve(event)
         payload = encode_event(event)
         with translate_errors(
             RegistryUnavailableError, RegistryUnavailableError, "registry resolve", self._redis
@@ -168,7 +153,7 @@ class RedisRegistry:
                 args=[payload, max(1, round(self.keep_for * 1000)), self._channel],
             )
         if stored:
-            self._local.resolve_nowait(event)  # no need to wait for our own echo
+            self._waiters.local.resolve_nowait(event)  # no need to wait for our own echo
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -178,33 +163,18 @@ class RedisRegistry:
         Raises :class:`RegistryUnavailableError` (after closing the registry) if Redis does not
         answer within ``timeout`` seconds.
         """
-        if self._closed:
-            raise RegistryClosedError("the registry was closed; create a new one")
-        live = self._ensure_started()
-        try:
-            async with asyncio.timeout(timeout):
-                await live.wait()
-        except TimeoutError:
+        if not await self._waiters.until_live(timeout):
             await self.close()
             raise RegistryUnavailableError(
                 f"could not subscribe to {self._channel!r} on Redis at {where(self._redis)}"
                 f" within {timeout} s; is the server running?"
-            ) from None
+            )
 
     async def close(self) -> None:
         """Stop listening, fail pending waiters with RegistryClosedError, release connections."""
-        if self._closed:
+        if self._waiters.closed:
             return
-        self._closed = True
-        tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            # Bounded: a redis-py call that ignores cancellation must not hang the shutdown.
-            _, stuck = await asyncio.wait(tasks, timeout=_CLOSE_TIMEOUT)
-            if stuck:
-                logger.warning("%d Redis registry task(s) did not stop in time", len(stuck))
-        await self._local.close()
+        await self._waiters.close()
         if self.client is None:
             try:
                 await asyncio.wait_for(self._redis.aclose(), timeout=_CLOSE_TIMEOUT)
@@ -227,130 +197,60 @@ class RedisRegistry:
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        return self._waiters.closed
 
     @property
     def pending_count(self) -> int:
         """Coroutines of this process currently inside :meth:`wait`."""
-        return self._local.pending_count
+        return self._waiters.local.pending_count
 
     @property
     def stats(self) -> RegistryStats:
         """What this process holds in memory (events heard recently are kept a few seconds)."""
-        return self._local.stats
+        return self._waiters.local.stats
 
     @property
     def subscriptions(self) -> int:
         """How many times the subscription was made (1 + the reconnects so far)."""
-        return self._subscriptions
+        return self._waiters.subscriptions
 
-    # -- background work ----------------------------------------------------------------------
+    # -- the store's side of listening and reading ---------------------------------------------
 
-    def _ensure_started(self) -> asyncio.Event:
-        if self._live is None or self._read_wanted is None:
-            self._live = asyncio.Event()
-            self._read_wanted = asyncio.Event()
-            if self._to_read:
-                self._read_wanted.set()
-            self._tasks = [
-                asyncio.create_task(self._listen(), name=f"redis-registry-listen {self.prefix}"),
-                asyncio.create_task(self._read(), name=f"redis-registry-read {self.prefix}"),
-            ]
-        return self._live
-
-    def _want_read(self, process_id: str) -> None:
-        self._to_read.add(process_id)
-        if self._read_wanted is not None:
-            self._read_wanted.set()
-
-    def _want_reread_all(self) -> None:
-        for process_id in self._local.pending_ids():
-            self._want_read(process_id)
-
-    def _deliver(self, payload: object) -> None:
-        if not isinstance(payload, bytes | str):
-            return
-        try:
-            event = decode_event(payload)
-        except Exception:  # any garbage on the channel: a decode error of any kind
-            logger.warning("ignoring an undecodable message on %s", self._channel, exc_info=True)
-            return
-        self._local.resolve_nowait(event)
-
-    async def _listen(self) -> None:
-        """The one subscription: deliver messages, and re-read pending ids on every (re)subscribe.
+    async def _subscription(self, connected: Callable[[], None]) -> None:
+        """The one subscription: deliver messages; each (re)subscribe re-reads pending ids.
 
         redis-py reconnects and resubscribes by itself after a dropped connection; each new
         subscription is confirmed by a ``subscribe`` message, which is what triggers the re-read.
         """
-        assert self._live is not None
         loop = asyncio.get_running_loop()
-        backoff = 0.05
-        while True:
-            pubsub: PubSub = self._redis.pubsub()
-            try:
-                await pubsub.subscribe(self._channel)
-                heard = loop.time()
-                while True:
-                    message: Any = await pubsub.get_message(timeout=self.ping_interval)
-                    now = loop.time()
-                    if message is None:
-                        if now - heard >= 2 * self.ping_interval:
-                            raise ConnectionError("the subscription stopped answering pings")
-                        await pubsub.ping()
-                        continue
-                    heard = now
-                    kind = message.get("type")
-                    if kind == "message":
-                        self._deliver(message.get("data"))
-                    elif kind == "subscribe":
-                        self._subscriptions += 1
-                        self._live.set()
-                        backoff = 0.05
-                        self._want_reread_all()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # redis-py raises many types; all mean "subscribe again"
-                self._live.clear()
-                logger.warning(
-                    "subscription to %s lost (%r); subscribing again in %.2f s",
-                    self._channel,
-                    exc,
-                    backoff,
-                )
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, _MAX_BACKOFF)
-            finally:
-                await _close_pubsub(pubsub)
-
-    async def _read(self) -> None:
-        """Read the result keys of newly pending ids in batches (one MGET per chunk)."""
-        assert self._read_wanted is not None
-        backoff = 0.05
-        while True:
-            await self._read_wanted.wait()
-            self._read_wanted.clear()
-            wanted, self._to_read = self._to_read, set()
-            ids = [pid for pid in wanted if self._local.is_pending(pid)]
-            try:
-                await self._read_keys(ids)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # see _listen; the ids are read again after a pause
-                self._to_read.update(ids)
-                logger.warning("reading results failed (%r); again in %.2f s", exc, backoff)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, _MAX_BACKOFF)
-                self._read_wanted.set()
-            else:
-                backoff = 0.05
+        pubsub: PubSub = self._redis.pubsub()
+        try:
+            await pubsub.subscribe(self._channel)
+            heard = loop.time()
+            while True:
+                message: Any = await pubsub.get_message(timeout=self.ping_interval)
+                now = loop.time()
+                if message is None:
+                    if now - heard >= 2 * self.ping_interval:
+                        raise ConnectionError("the subscription stopped answering pings")
+                    await pubsub.ping()
+                    continue
+                heard = now
+                kind = message.get("type")
+                if kind == "message":
+                    self._waiters.deliver(message.get("data"))
+                elif kind == "subscribe":
+                    connected()
+        finally:
+            await _close_pubsub(pubsub)
 
     async def _read_keys(self, ids: list[str]) -> None:
+        """Read the result keys of ``ids`` (one MGET per chunk)."""
         for chunk in _chunks(ids, _READ_CHUNK):
             values = await self._redis.mget([self._key_prefix + pid for pid in chunk])
             for value in values:
                 if value is not None:
-                    self._deliver(value)
+                    self._waiters.deliver(value)
 
 
 def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
