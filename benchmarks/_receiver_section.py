@@ -326,12 +326,17 @@ def _goals(
                 f"{REFUSED} @{c}" if r is None else f"{_times(r)} @{c}"
                 for r, (_, c) in zip(ratios, flat, strict=True)
             )
-            known = [r for r in ratios if r is not None]
-            worst = min(known) if len(known) == len(ratios) else math.nan
+            where = ""
+            judged = ratios
+            if store in goals.RECEIVER_VS_BARE_AT_TOP_ONLY:
+                where = f" @{top}"
+                judged = [r for r, (_, c) in zip(ratios, flat, strict=True) if c == top]
+            known = [r for r in judged if r is not None]
+            worst = min(known) if known and len(known) == len(judged) else math.nan
             found.append(
                 Goal(
                     "receiver",
-                    f"{store}{suffix}: req/s >= {threshold} x bare",
+                    f"{store}{suffix}: req/s >= {threshold} x bare{where}",
                     measured,
                     f">= {threshold}",
                     met_if_measured(worst, worst >= threshold),
