@@ -251,3 +251,43 @@ async def test_a_process_killed_between_handler_and_ack_leaves_one_effect(
             await heir.communicate()
     assert await raw_postgres.fetchval(runs) == 2
     assert await effects(raw_postgres, postgres_schema) == {"proc-k": 1}
+
+
+async def test_what_a_handler_sets_on_its_connection_does_not_outlive_its_ack(
+    inbox: PostgresInbox,
+) -> None:
+    # The pool hands connections out again without asyncpg's reset; the inbox resets the one a
+    # handler's functions ran on.  Later users of that same connection see none of its settings.
+    async def ack_running(process_id: str, run: Any) -> None:
+        await inbox.put(event(process_id), b"raw")
+        [entry] = await inbox.claim_batch("c1", 10)
+        writes = inbox.new_writes()
+        writes.run(run)
+        assert await inbox.ack_with(entry.id, "c1", [writes]) is True
+
+    leaked: list[int] = []
+
+    async def leak(conn: asyncpg.Connection) -> None:
+        await conn.execute("SET application_name = 'left-by-a-handler'")
+        await conn.execute("SET SESSION statement_timeout = '12345s'")
+        leaked.append(await conn.fetchval("SELECT pg_backend_pid()"))
+
+    await ack_running("p-leak", leak)
+    seen: list[tuple[int, str, str]] = []
+
+    async def look(conn: asyncpg.Connection) -> None:
+        seen.append(
+            (
+                await conn.fetchval("SELECT pg_backend_pid()"),
+                await conn.fetchval("SELECT current_setting('application_name')"),
+                await conn.fetchval("SELECT current_setting('statement_timeout')"),
+            )
+        )
+
+    for n in range(24):  # the pool cycles through its connections: one of these is the leaker's
+        await ack_running(f"p-{n}", look)
+        if seen[-1][0] == leaked[0]:
+            break
+    reused = [s for s in seen if s[0] == leaked[0]]
+    assert reused, "the handler's connection was never handed out again"
+    assert all(name != "left-by-a-handler" and timeout == "0" for _, name, timeout in reused)

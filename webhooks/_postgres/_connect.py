@@ -90,7 +90,21 @@ async def create_pool(dsn: str, max_size: int = _MAX_CONNECTIONS) -> asyncpg.Poo
         max_size=max_size,
         timeout=_CONNECT_TIMEOUT,
         command_timeout=_COMMAND_TIMEOUT,
+        reset=_keep_session,
     )
+
+
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """The pool's reset: nothing.
+
+    asyncpg's default resets every connection it takes back (``RESET ALL``, ``UNLISTEN *``,
+    releasing session locks): one more round trip per statement.  This package's statements each
+    run in a transaction of their own, with transaction-scoped locks, and leave no session state
+    to reset; the one place where a user's code runs on a pooled connection (the functions of an
+    atomic handler, ``PostgresInbox.ack_with``) resets that connection itself.  Worth 10 to 15 %
+    of the PostgreSQL receiver's req/s (benchmarks/RESULTS.md, "receiver | postgres: req/s >= 0.4
+    x bare @128"; benchmarks/FINDINGS.md, "The pool's reset").
+    """
 
 
 async def ensure_schema(pool: asyncpg.Pool, schema: str) -> None:

@@ -195,13 +195,18 @@ class PostgresInbox:
             return False
         with translate_errors(InboxUnavailableError, InboxError, "inbox ack_with", self.dsn):
             pool = await self._ready_pool()
-            async with pool.acquire() as conn, conn.transaction():
-                # Locks the row: nobody takes the entry over until this transaction ends.
-                if await conn.fetchval(self._statements.hold, ids[0], consumer) is None:
-                    return False
-                for step in steps:
-                    await step(conn)
-                await conn.execute(self._statements.ack, ids)
+            async with pool.acquire() as conn:
+                try:
+                    async with conn.transaction():
+                        # Locks the row: nobody takes the entry over until this transaction ends.
+                        if await conn.fetchval(self._statements.hold, ids[0], consumer) is None:
+                            return False
+                        for step in steps:
+                            await step(conn)
+                        await conn.execute(self._statements.ack, ids)
+                finally:
+                    if steps:
+                        await _reset_after_user_code(conn)
         return True
 
     async def retry_later(self, entry_id: str, error: str, delay: float) -> None:
@@ -370,3 +375,14 @@ def _check_consumer(consumer: object) -> str:
     if not isinstance(consumer, str) or not consumer:
         raise ConfigurationError(f"consumer must be a non-empty str, not {consumer!r}")
     return consumer
+
+
+async def _reset_after_user_code(conn: asyncpg.pool.PoolConnectionProxy[asyncpg.Record]) -> None:
+    """A handler's functions ran on ``conn``: drop whatever session state they left (``SET``,
+    ``LISTEN``, session locks) before the pool hands the connection out again, which it does
+    without a reset of its own.  A connection that cannot be reset is not handed out again."""
+    try:
+        await conn.reset()
+    except Exception:
+        conn.terminate()
+        raise
