@@ -1,4 +1,5 @@
-"""Argument checks written once for the whole package: attrs validators of seconds.
+"""Argument checks written once for the whole package: attrs validators of seconds, and the
+arguments the inboxes share (a consumer name, a count).
 
 The messages name the argument and what it takes; a bad value raises
 :class:`~asyncsdk.ConfigurationError` when the object is built.
@@ -12,7 +13,7 @@ import attrs
 
 from asyncsdk import ConfigurationError
 
-__all__ = ["non_negative_seconds", "positive_seconds"]
+__all__ = ["check_consumer", "check_limit", "non_negative_seconds", "positive_seconds"]
 
 
 def _finite_seconds(attribute: attrs.Attribute[float], value: object) -> float:
@@ -33,3 +34,17 @@ def non_negative_seconds(_: object, attribute: attrs.Attribute[float], value: fl
     """An attrs validator: a finite number of seconds, 0 or more."""
     if _finite_seconds(attribute, value) < 0:
         raise ConfigurationError(f"{attribute.name} must be 0 or more seconds, not {value!r}")
+
+
+def check_consumer(consumer: object) -> str:
+    """A consumer name: a non-empty ``str``."""
+    if not isinstance(consumer, str) or not consumer:
+        raise ConfigurationError(f"consumer must be a non-empty str, not {consumer!r}")
+    return consumer
+
+
+def check_limit(limit: object) -> int:
+    """A count of entries: an ``int`` of 0 or more (not a ``bool``)."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise ConfigurationError(f"limit must be an int of 0 or more, not {limit!r}")
+    return limit

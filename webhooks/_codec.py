@@ -9,11 +9,13 @@ stored by them read back unchanged.
 from __future__ import annotations
 
 import json
-from typing import Final
+from collections.abc import Iterable
+from typing import Any, Final
 
 from asyncsdk import ProcessCompleted, structure
+from webhooks._contract import InboxEntry
 
-__all__ = ["decode_event", "dedup_key_text", "encode_event"]
+__all__ = ["decode_event", "dedup_key_text", "encode_event", "entry_from_row"]
 
 _ENCODE: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 """``json.dumps`` with the storage form's options, built once (``dumps`` builds one per call
@@ -51,3 +53,17 @@ def encode_event(event: ProcessCompleted) -> bytes:
 def decode_event(data: bytes | str) -> ProcessCompleted:
     """Inverse of :func:`encode_event`."""
     return structure(json.loads(data), ProcessCompleted)
+
+
+def entry_from_row(row: Iterable[Any]) -> InboxEntry:
+    """An entry from the row the SQL inboxes read: ``(id, event, raw, attempts, last_error,
+    received_at)``, the event in its storage form."""
+    entry_id, event, raw, attempts, last_error, received_at = row
+    return InboxEntry(
+        id=str(entry_id),
+        event=decode_event(event),
+        raw=bytes(raw),
+        attempts=int(attempts),
+        last_error=last_error,
+        received_at=float(received_at),
+    )

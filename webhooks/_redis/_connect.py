@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_PREFIX",
     "DEFAULT_REDIS_URL",
-    "check_consumer",
     "check_prefix",
     "connect",
     "require_redis",
@@ -111,9 +110,3 @@ def translate_errors(
 def whole_seconds(seconds: float) -> int:
     """Seconds as Redis' EXPIRE takes them: a whole number, at least 1."""
     return max(1, math.ceil(seconds))
-
-
-def check_consumer(consumer: object) -> str:
-    if not isinstance(consumer, str) or not consumer:
-        raise ConfigurationError(f"consumer must be a non-empty str, not {consumer!r}")
-    return consumer

@@ -27,8 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from webhooks._codec import decode_event
-from webhooks._contract import InboxEntry, InboxUnavailableError
+from webhooks._contract import InboxUnavailableError
 
 __all__ = [
     "ACK_SQL",
@@ -42,7 +41,6 @@ __all__ = [
     "STEPS",
     "Op",
     "SQLiteWriter",
-    "entry",
 ]
 
 Op = Callable[[sqlite3.Connection], Any]
@@ -99,19 +97,6 @@ DEAD_SQL: Final = (
     "SELECT id, event, raw, attempts, last_error, received_at FROM webhook_inbox"
     " WHERE state = ? ORDER BY id LIMIT ?"
 )
-
-
-def entry(row: tuple[Any, ...]) -> InboxEntry:
-    """One row of ``CLAIM_SQL`` or ``DEAD_SQL`` as an entry."""
-    entry_id, event, raw, attempts, last_error, received_at = row
-    return InboxEntry(
-        id=str(entry_id),
-        event=decode_event(event),
-        raw=bytes(raw),
-        attempts=int(attempts),
-        last_error=last_error,
-        received_at=float(received_at),
-    )
 
 
 class SQLiteWriter:

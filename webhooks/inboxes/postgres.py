@@ -21,8 +21,8 @@ import attrs
 
 from asyncsdk import ConfigurationError
 from webhooks._admin import InboxStats
-from webhooks._checks import positive_seconds
-from webhooks._codec import decode_event, dedup_key_text, encode_event
+from webhooks._checks import check_consumer, check_limit, positive_seconds
+from webhooks._codec import dedup_key_text, encode_event, entry_from_row
 from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
     DEFAULT_DEDUP_RETENTION,
@@ -142,9 +142,8 @@ class PostgresInbox:
 
     async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
         """Due entries, oldest first, and those whose claim lapsed."""
-        consumer = _check_consumer(consumer)
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise ConfigurationError(f"limit must be an int of 0 or more, not {limit!r}")
+        consumer = check_consumer(consumer)
+        check_limit(limit)
         if limit == 0:
             return []
         await self._maybe_purge()
@@ -154,10 +153,10 @@ class PostgresInbox:
                 self._statements.claim, consumer, limit, float(self.claim_timeout)
             ),
         )
-        return sorted((_entry(row) for row in rows), key=lambda entry: int(entry.id))
+        return sorted((entry_from_row(row) for row in rows), key=lambda entry: int(entry.id))
 
     async def extend(self, consumer: str, entry_ids: Sequence[str]) -> None:
-        consumer = _check_consumer(consumer)
+        consumer = check_consumer(consumer)
         ids = _ids(entry_ids)
         if ids:
             await self._call(
@@ -182,7 +181,7 @@ class PostgresInbox:
     ) -> bool:
         """Run the ``writes`` (in order) and ack the entry in one transaction, if ``consumer``
         still holds it; ``False`` (and nothing written) if it does not."""
-        consumer = _check_consumer(consumer)
+        consumer = check_consumer(consumer)
         steps: list[Step] = []
         for buffer in writes:
             if not isinstance(buffer, PostgresWrites):
@@ -231,14 +230,13 @@ class PostgresInbox:
             )
 
     async def dead_letters(self, limit: int = 1000) -> list[InboxEntry]:
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise ConfigurationError(f"limit must be an int of 0 or more, not {limit!r}")
+        check_limit(limit)
         if limit == 0:
             return []
         rows = await self._call(
             "dead_letters", lambda pool: pool.fetch(self._statements.dead_letters, limit)
         )
-        return [_entry(row) for row in rows]
+        return [entry_from_row(row) for row in rows]
 
     async def replay(self, entry_id: str) -> None:
         ids = _ids((entry_id,))
@@ -347,18 +345,6 @@ class PostgresInbox:
         )
 
 
-def _entry(row: asyncpg.Record) -> InboxEntry:
-    entry_id, event, raw, attempts, last_error, received_at = row
-    return InboxEntry(
-        id=str(entry_id),
-        event=decode_event(event),
-        raw=bytes(raw),
-        attempts=int(attempts),
-        last_error=last_error,
-        received_at=float(received_at),
-    )
-
-
 def _ids(entry_ids: Sequence[str]) -> list[int]:
     """The ids that can be rows of the table (ids of other backends are no entry here)."""
     return [
@@ -369,12 +355,6 @@ def _ids(entry_ids: Sequence[str]) -> list[int]:
         and entry_id.isdigit()
         and len(entry_id) <= _MAX_ID_DIGITS
     ]
-
-
-def _check_consumer(consumer: object) -> str:
-    if not isinstance(consumer, str) or not consumer:
-        raise ConfigurationError(f"consumer must be a non-empty str, not {consumer!r}")
-    return consumer
 
 
 async def _reset_after_user_code(conn: asyncpg.pool.PoolConnectionProxy[asyncpg.Record]) -> None:

@@ -18,7 +18,7 @@ import attrs
 
 from asyncsdk import ConfigurationError, ProcessCompleted
 from webhooks._admin import InboxStats
-from webhooks._checks import positive_seconds
+from webhooks._checks import check_consumer, check_limit, positive_seconds
 from webhooks._codec import dedup_key_text, encode_event
 from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
@@ -33,7 +33,6 @@ from webhooks._redis._admin_scripts import ADMIN_SCRIPTS
 from webhooks._redis._connect import (
     DEFAULT_PREFIX,
     DEFAULT_REDIS_URL,
-    check_consumer,
     check_prefix,
     connect,
     require_redis,
@@ -149,8 +148,7 @@ class RedisInbox:
     async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
         """Due retries and replays first, then abandoned claims, then new entries."""
         consumer = check_consumer(consumer)
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise ConfigurationError(f"limit must be an int of 0 or more, not {limit!r}")
+        check_limit(limit)
         if limit == 0:
             return []
         await self._maybe_prune()
@@ -244,8 +242,7 @@ class RedisInbox:
             )
 
     async def dead_letters(self, limit: int = 1000) -> list[InboxEntry]:
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise ConfigurationError(f"limit must be an int of 0 or more, not {limit!r}")
+        check_limit(limit)
         if limit == 0:
             return []
         rows = await self._run("DEAD_LETTERS", self._keys.keys, [limit])

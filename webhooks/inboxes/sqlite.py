@@ -17,7 +17,7 @@ from pathlib import Path
 
 from asyncsdk import ConfigurationError, ProcessCompleted
 from webhooks._admin import InboxStats
-from webhooks._codec import dedup_key_text, encode_event
+from webhooks._codec import dedup_key_text, encode_event, entry_from_row
 from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
     DEFAULT_DEDUP_RETENTION,
@@ -117,7 +117,7 @@ class SQLiteInbox:
                 db.CLAIM_SQL, (consumer, now, db.PENDING, now, now - self._claim_timeout, limit)
             ).fetchall()
             rows.sort(key=itemgetter(0))
-            return [db.entry(row) for row in rows]
+            return [entry_from_row(row) for row in rows]
 
         result: list[InboxEntry] = await self._db.submit(op, db.STEPS)
         return result
@@ -186,7 +186,7 @@ class SQLiteInbox:
     async def dead_letters(self, limit: int = 1000) -> list[InboxEntry]:
         def op(conn: sqlite3.Connection) -> list[InboxEntry]:
             rows = conn.execute(db.DEAD_SQL, (db.DEAD, limit)).fetchall()
-            return [db.entry(row) for row in rows]
+            return [entry_from_row(row) for row in rows]
 
         entries: list[InboxEntry] = await self._db.submit(op, db.READ)
         return entries
