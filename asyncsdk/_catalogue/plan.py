@@ -328,8 +328,10 @@ async def prepare_process(
             order_assets=order_assets,
             validate=False,
         )
-    key = plan_key(tool, asset_map, inputs, widgets) if memo and order_assets is None else None
-    kept = memo.get(key) if memo and key is not None else None
+    key = None
+    if memo is not None and order_assets is None:
+        key = plan_key(tool, asset_map, inputs, widgets)
+    kept = memo.get(key) if memo is not None and key is not None else None
     if kept is None:
         # Arguments equal to a kept plan's passed these checks already.
         _check_arguments(tool, asset_map, widgets)
@@ -347,7 +349,7 @@ async def prepare_process(
         order_assets=order_assets,
         validate=True,
     )
-    if memo and key is not None:
+    if memo is not None and key is not None:
         memo.keep(key, KeptPlan(prepared, tools, listed))
     return prepared
 
