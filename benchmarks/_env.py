@@ -21,6 +21,27 @@ POSTGRES_DSN = os.environ.get(
 )
 
 
+def cpu_ticks() -> tuple[int, int] | None:
+    """All CPU time and the part of it the hypervisor gave to other guests ("steal"), in ticks
+    since boot (``/proc/stat``); ``None`` where the system does not say."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = stat.readline().split()
+    except OSError:
+        return None
+    if len(fields) < 9 or fields[0] != "cpu":
+        return None
+    ticks = [int(value) for value in fields[1:9]]
+    return sum(ticks), ticks[7]
+
+
+def steal_share(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float:
+    """The share of the CPU time between two :func:`cpu_ticks` that went to other guests."""
+    if before is None or after is None or after[0] <= before[0]:
+        return math.nan
+    return (after[1] - before[1]) / (after[0] - before[0])
+
+
 def median(values: Sequence[float]) -> float:
     return float(statistics.median(values)) if values else math.nan
 

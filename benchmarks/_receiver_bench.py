@@ -14,6 +14,7 @@ import asyncio
 import gc
 import random
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -43,6 +44,19 @@ def body_for(process_id: str) -> bytes:
     return (BODY_TEMPLATE % (process_id, process_id, process_id, process_id)).encode()
 
 
+TAIL_FROM: Final = 90.0
+TAIL_STEP: Final = 0.01
+TAIL_STEPS: Final = 1_000
+"""A load reports its latency percentiles 90.00, 90.01, ... 99.99 as ``tail_us``, so that the
+tails of several loads can be pooled (``benchmarks._shared.pooled_percentile``)."""
+
+
+def tail_of(latencies_us: Sequence[float]) -> list[int]:
+    """The ``tail_us`` of a load from its latencies."""
+    ordered = sorted(latencies_us)  # sorted once: percentile's own sort is then linear
+    return [int(percentile(ordered, TAIL_FROM + k * TAIL_STEP)) for k in range(TAIL_STEPS)]
+
+
 LUA_SCRIPT: Final = """
 -- One process_id per request: "<run>-<thread>-<n>", so the dedup claim never short-circuits.
 local threads = 0
@@ -62,11 +76,15 @@ end
 %(delay)s
 done = function(summary, latency, requests)
   local e = summary.errors
+  local tail = {}
+  for k = 0, %(tail_steps)d - 1 do
+    tail[#tail + 1] = string.format("%%d", latency:percentile(%(tail_from)s + k * %(tail_step)s))
+  end
   io.write(string.format(
     'WRKJSON {"requests":%%d,"duration_us":%%d,"p50_us":%%d,"p99_us":%%d,"max_us":%%d,' ..
-    '"errors":%%d,"non_2xx":%%d,"timeouts":%%d}\\n',
+    '"errors":%%d,"non_2xx":%%d,"timeouts":%%d,"tail_us":[%%s]}\\n',
     summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
-    latency.max, e.connect + e.read + e.write, e.status, e.timeout))
+    latency.max, e.connect + e.read + e.write, e.status, e.timeout, table.concat(tail, ",")))
 end
 """
 
@@ -80,7 +98,14 @@ def lua_script(run: str, delay_ms: float | None = None) -> str:
         if delay_ms is None
         else f"delay = function() return math.random(0, {2 * int(delay_ms)}) end"
     )
-    return LUA_SCRIPT % {"template": BODY_TEMPLATE, "run": run, "delay": delay}
+    return LUA_SCRIPT % {
+        "template": BODY_TEMPLATE,
+        "run": run,
+        "delay": delay,
+        "tail_steps": TAIL_STEPS,
+        "tail_from": TAIL_FROM,
+        "tail_step": TAIL_STEP,
+    }
 
 
 # -- the server child -----------------------------------------------------------------------------
@@ -243,6 +268,7 @@ async def loadgen(
         "p50_us": int(percentile(latencies, 50) * 1e6),
         "p99_us": int(percentile(latencies, 99) * 1e6),
         "max_us": int(max(latencies, default=0.0) * 1e6),
+        "tail_us": tail_of([latency * 1e6 for latency in latencies]),
         "errors": errors,
         "non_2xx": non_2xx,
         "timeouts": 0,

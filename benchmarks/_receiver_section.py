@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
+import attrs
+
 from benchmarks import _plan as goals
 from benchmarks._env import POSTGRES_DSN, REDIS_URL, median
 from benchmarks._load import run_load
@@ -296,12 +298,15 @@ def run_receiver(plan: Plan) -> Section:
     results, generator = _measure(plan, runnable, loads)
     rows = [_row(results, load, variant, reasons) for load in loads for variant in VARIANTS]
     section.lines += [_describe(plan, generator, top, paced_delay), "", *table(HEADER, rows)]
+    longer = attrs.evolve(plan, receiver_seconds=plan.retained_seconds)
     with workdir("bench-retained-") as folder:
         lines, found = retention(
             plan,
             folder,
             [store for store, slow in runnable if not slow],
-            lambda store, place: receiver_once(plan, folder, store, False, top, paced_delay, place),
+            lambda store, place: receiver_once(
+                longer, folder, store, False, top, paced_delay, place
+            ),
         )
     section.lines += ["", *lines]
     section.goals += found

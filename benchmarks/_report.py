@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -91,7 +92,13 @@ def render(
             lines.append("Not run in this invocation (`--only`).")
             continue
         lines += section.lines
-        lines += ["", f"_Section time: {section.seconds:.0f} s._"]
+        steal = (
+            ""
+            if math.isnan(section.steal)
+            else f"; CPU time taken by the hypervisor for other guests (steal): "
+            f"{section.steal * 100:.0f} %"
+        )
+        lines += ["", f"_Section time: {section.seconds:.0f} s{steal}._"]
     if SOAK.exists():
         # Its own title is demoted one level so it sits among the sections.
         lines += ["", "#" + SOAK.read_text().rstrip()]

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from benchmarks import _plan as goals
-from benchmarks._env import POSTGRES_DSN, REDIS_URL, median
+from benchmarks._env import POSTGRES_DSN, REDIS_URL
 from benchmarks._plan import Plan
-from benchmarks._receiver_bench import body_for
+from benchmarks._receiver_bench import TAIL_FROM, TAIL_STEP, body_for
 from benchmarks._shared import (
     Goal,
     drop_prefix,
@@ -28,6 +28,8 @@ from benchmarks._shared import (
     met_if_measured,
     new_prefix,
     new_schema,
+    paired,
+    pooled_percentile,
     table,
 )
 
@@ -139,6 +141,29 @@ async def _prepare(store: str, prefix: str, schema: str, folder: Path, count: in
     return after if store == "redis" else (after - before) / count
 
 
+def _rounds(
+    rounds: int, measure: Measure, store: str, place: tuple[str, str, Path]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The loads, retained and empty, of ``rounds`` back-to-back pairs, which of the two goes
+    first alternating, so that a machine growing busier or quieter over the minutes weighs on
+    both sides alike."""
+    full: list[dict[str, Any]] = []
+    empty: list[dict[str, Any]] = []
+    for number in range(rounds):
+        if number % 2:
+            empty.append(measure(store, None))
+            full.append(measure(store, place))
+        else:
+            full.append(measure(store, place))
+            empty.append(measure(store, None))
+    return full, empty
+
+
+def _pooled_p99_ms(loads: Sequence[dict[str, Any]]) -> float:
+    tails = [load["tail_us"] for load in loads]
+    return pooled_percentile(tails, 99.0, TAIL_FROM, TAIL_STEP) / 1000
+
+
 def retention(
     plan: Plan, folder: Path, runnable: Sequence[str], measure: Measure
 ) -> tuple[list[str], list[Goal]]:
@@ -156,15 +181,23 @@ def retention(
         place.mkdir()
         try:
             per_key = asyncio.run(_prepare(store, prefix, schema, place, count))
-            full = [measure(store, (prefix, schema, place))["p99_us"] for _ in range(plan.runs)]
-            empty = [measure(store, None)["p99_us"] for _ in range(plan.runs)]
+            full, empty = _rounds(plan.retained_rounds, measure, store, (prefix, schema, place))
         finally:
             drop_prefix(prefix)
             if store == "postgres":
                 drop_schema(schema)
-        p99_full, p99_empty = median(full) / 1000, median(empty) / 1000
+        p99_full, p99_empty = _pooled_p99_ms(full), _pooled_p99_ms(empty)
         ratio = p99_full / p99_empty if p99_empty else math.nan
-        rows.append([store, fmt(per_key), fmt(p99_empty, 1), fmt(p99_full, 1), fmt(ratio, 2)])
+        _, ratios = paired([r["p99_us"] for r in full], [r["p99_us"] for r in empty])
+        rows.append(
+            [
+                store,
+                fmt(per_key),
+                fmt(p99_empty, 1),
+                fmt(p99_full, 1),
+                f"**{fmt(ratio, 2)}** ({', '.join(fmt(r, 2) for r in ratios)})",
+            ]
+        )
         limit = goals.RETAINED_P99_VS_EMPTY
         found.append(
             Goal(
@@ -178,9 +211,13 @@ def retention(
     lines = [
         f"Retained dedup keys: a fresh inbox filled with {count:,} finished events (put, claim, "
         "ack through the inbox's API; bodies dropped at the ack, as always), then the paced "
-        "load above against it and against an empty inbox "
-        f"(median of {plan.runs} run(s) each).  Bytes per key: SQLite, the growth of the "
-        "database file and its WAL; Redis, `MEMORY USAGE` of the dedup keys (mean of a "
+        f"load above, measured over {plan.retained_seconds} s, against it and against an empty "
+        f"inbox: {plan.retained_rounds} pair(s) back to back, which goes first alternating.  "
+        "Each p99 is that of all the answers of its side's loads taken together (a p99 of one "
+        "load rests on its few dozen slowest answers, and one stall moves it); 'x empty' is the "
+        "ratio of the two, and in brackets each pair's own ratio, for the spread.  Bytes per "
+        "key: SQLite, the growth of the database file and its WAL; Redis, `MEMORY USAGE` of "
+        "the dedup keys (mean of a "
         f"sample of {_SAMPLE:,}); PostgreSQL, the growth of `pg_total_relation_size` of the "
         "inbox table (its indexes included).  The filled PostgreSQL table is vacuumed and "
         "checkpointed before it is measured, as autovacuum and the checkpointer keep it in a "
@@ -190,7 +227,13 @@ def retention(
         "rows that every claim scans.",
         "",
         *table(
-            ("inbox", "bytes per retained key", "p99 ms, empty", "p99 ms, retained", "x empty"),
+            (
+                "inbox",
+                "bytes per retained key",
+                "p99 ms, empty",
+                "p99 ms, retained",
+                "x empty (each pair)",
+            ),
             rows,
         ),
     ]

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from benchmarks._client_section import run_client
 from benchmarks._e2e_section import run_e2e
+from benchmarks._env import cpu_ticks, steal_share
 from benchmarks._observe_section import run_observe
 from benchmarks._plan import Plan
 from benchmarks._receiver_section import run_receiver
@@ -25,7 +26,8 @@ RUNNERS: dict[str, Callable[[Plan], Section]] = {
 
 
 def run_section(key: str, plan: Plan) -> Section:
-    started = time.monotonic()
+    started, ticks = time.monotonic(), cpu_ticks()
     section = RUNNERS[key](plan)
     section.seconds = time.monotonic() - started
+    section.steal = steal_share(ticks, cpu_ticks())
     return section

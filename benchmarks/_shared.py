@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import math
 import shutil
@@ -34,6 +35,8 @@ class Section:
     lines: list[str] = attrs.Factory(list)
     goals: list[Goal] = attrs.Factory(list)
     seconds: float = 0.0
+    steal: float = math.nan
+    """The share of the machine's CPU time its hypervisor gave to other guests meanwhile."""
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -64,6 +67,30 @@ def paired(mine: Sequence[float], theirs: Sequence[float]) -> tuple[float, list[
     """
     ratios = [ratio(a, b) for a, b in zip(mine, theirs, strict=True)]
     return median(ratios), ratios
+
+
+def pooled_percentile(
+    tails: Sequence[Sequence[float]], q: float, first: float, step: float
+) -> float:
+    """The ``q``-th percentile of several loads' latencies taken together, from each load's tail
+    percentiles ``first``, ``first + step``, ... (loads of about the same number of requests).
+
+    A p99 of one paced load is decided by its 1 % slowest answers, a few dozen; pooling the
+    rounds decides it by a few hundred.  The pooled share of answers at or below ``x`` is the
+    mean over the loads of the highest tail percentile each has at or below ``x``; the answer is
+    the smallest ``x`` whose share reaches ``q``.
+    """
+    if not tails:
+        return math.nan
+
+    def share(tail: Sequence[float], x: float) -> float:
+        at_or_below = bisect.bisect_right(tail, x)  # a tail's percentiles never decrease
+        return round(first + (at_or_below - 1) * step, 6) if at_or_below else first
+
+    for x in sorted({value for tail in tails for value in tail}):
+        if sum(share(tail, x) for tail in tails) / len(tails) >= q:
+            return x
+    return max(value for tail in tails for value in tail)
 
 
 def met_if_measured(value: float, ok: bool) -> bool | None:
