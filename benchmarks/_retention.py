@@ -189,6 +189,7 @@ def retention(
         p99_full, p99_empty = _pooled_p99_ms(full), _pooled_p99_ms(empty)
         ratio = p99_full / p99_empty if p99_empty else math.nan
         _, ratios = paired([r["p99_us"] for r in full], [r["p99_us"] for r in empty])
+        cpu, _ = paired([r["cpu_us"] for r in full], [r["cpu_us"] for r in empty])
         rows.append(
             [
                 store,
@@ -196,6 +197,7 @@ def retention(
                 fmt(p99_empty, 1),
                 fmt(p99_full, 1),
                 f"**{fmt(ratio, 2)}** ({', '.join(fmt(r, 2) for r in ratios)})",
+                fmt(cpu, 2),
             ]
         )
         limit = goals.RETAINED_P99_VS_EMPTY
@@ -215,7 +217,9 @@ def retention(
         f"inbox: {plan.retained_rounds} pair(s) back to back, which goes first alternating.  "
         "Each p99 is that of all the answers of its side's loads taken together (a p99 of one "
         "load rests on its few dozen slowest answers, and one stall moves it); 'x empty' is the "
-        "ratio of the two, and in brackets each pair's own ratio, for the spread.  Bytes per "
+        "ratio of the two, and in brackets each pair's own ratio, for the spread.  Beside it, "
+        "the server's CPU per request retained over empty (median of the pairs' ratios), "
+        "which a stall of the machine does not move.  Bytes per "
         "key: SQLite, the growth of the database file and its WAL; Redis, `MEMORY USAGE` of "
         "the dedup keys (mean of a "
         f"sample of {_SAMPLE:,}); PostgreSQL, the growth of `pg_total_relation_size` of the "
@@ -233,6 +237,7 @@ def retention(
                 "p99 ms, empty",
                 "p99 ms, retained",
                 "x empty (each pair)",
+                "server CPU/req, x empty",
             ),
             rows,
         ),
