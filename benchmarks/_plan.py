@@ -81,7 +81,8 @@ def make_plan(*, quick: bool, runs: int | None) -> Plan:
         retained_keys=1_000_000,
         # A p99 of one paced load (500 req/s) is its 1 % slowest answers: over 4 s, the 20
         # slowest, which one collection or fsync on a 2-core machine moves by more than the
-        # goal's margin.  Ten seconds (50 answers) and five back-to-back pairs steady it.
+        # goal's margin.  Five back-to-back pairs of 10 s loads, each side's answers pooled,
+        # decide it by the 250 slowest.
         retained_rounds=5,
         retained_seconds=10,
         registry_waiters=100_000,

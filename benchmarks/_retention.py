@@ -228,16 +228,14 @@ def retention(
         "load rests on its few dozen slowest answers, and one stall moves it); 'x empty' is the "
         "ratio of the two, and in brackets each pair's own ratio, for the spread.  Beside it, "
         "the server's CPU per request retained over empty (median of the pairs' ratios), "
-        "which a stall of the machine does not move.  Bytes per "
-        "key: SQLite, the growth of the database file and its WAL; Redis, `MEMORY USAGE` of "
-        "the dedup keys (mean of a "
-        f"sample of {_SAMPLE:,}); PostgreSQL, the growth of `pg_total_relation_size` of the "
-        "inbox table (its indexes included).  The filled PostgreSQL table is vacuumed and "
+        "which a stall of the machine does not move.  Bytes per key: SQLite, the growth of the "
+        "database file and its WAL; Redis, `MEMORY USAGE` of the dedup keys (mean of a sample "
+        f"of {_SAMPLE:,}); PostgreSQL, the growth of `pg_total_relation_size` of the inbox "
+        "table (its indexes included).  The filled PostgreSQL table is vacuumed and "
         "checkpointed before each of its loads, as autovacuum and the checkpointer keep it in a "
         "deployment (the inbox sets its table to be vacuumed every 10,000 dead rows; this "
-        "machine's server may run with autovacuum off): "
-        "unvacuumed, the dead versions of the fill's million events sit in the index of pending "
-        "rows that every claim scans.",
+        "machine's server may run with autovacuum off): unvacuumed, the dead versions of the "
+        "fill's million events sit in the index of pending rows that every claim scans.",
         "",
         *table(
             (
