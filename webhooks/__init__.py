@@ -16,17 +16,21 @@ from webhooks._contract import (
     Ignored,
     Inbox,
     InboxEntry,
-    InboxError,
-    InboxUnavailableError,
     Parsed,
     ProcessClient,
     RegistrySink,
     Rejection,
     ResultSink,
-    UnknownEntryError,
     Verifier,
 )
 from webhooks._dispatch import AtomicHandler, Handler
+from webhooks._errors import (
+    InboxError,
+    InboxUnavailableError,
+    RegistryClosedError,
+    RegistryUnavailableError,
+    UnknownEntryError,
+)
 from webhooks._exposition import metrics_app
 from webhooks._fetchback import KnownProcessFilter
 from webhooks._intake import RedactingAccessLogger
@@ -39,9 +43,7 @@ from webhooks._redis import RedisRegistry
 from webhooks._redis._writes import RedisWrites
 from webhooks._registry import (
     Registry,
-    RegistryClosedError,
     RegistryStats,
-    RegistryUnavailableError,
 )
 from webhooks._verify import NoVerification, StandardWebhooksVerifier, TokenVerifier
 from webhooks.inboxes.memory import MemoryInbox

@@ -116,7 +116,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 import attrs
 
-from asyncsdk import AsyncSDKError, Order, Process, ProcessCompleted
+from asyncsdk import Order, Process, ProcessCompleted
 
 __all__ = [
     "DEFAULT_CLAIM_TIMEOUT",
@@ -127,8 +127,6 @@ __all__ = [
     "Ignored",
     "Inbox",
     "InboxEntry",
-    "InboxError",
-    "InboxUnavailableError",
     "OrdersAPI",
     "Parsed",
     "ProcessClient",
@@ -136,7 +134,6 @@ __all__ = [
     "RegistrySink",
     "Rejection",
     "ResultSink",
-    "UnknownEntryError",
     "Verifier",
 ]
 
@@ -145,18 +142,6 @@ DEFAULT_CLAIM_TIMEOUT: Final = 60.0
 
 DEFAULT_DEDUP_RETENTION: Final = 7 * 24 * 3600.0
 """Seconds a finished event's dedup key is kept after its ack (the sender's retry horizon)."""
-
-
-class InboxError(AsyncSDKError):
-    """Base of the inbox errors."""
-
-
-class InboxUnavailableError(InboxError):
-    """The backing store cannot be reached; the receiver answers 503 with ``Retry-After``."""
-
-
-class UnknownEntryError(InboxError, LookupError):
-    """No entry with that id in the state the operation needs (e.g. replay of a non-dead letter)."""
 
 
 @attrs.frozen(kw_only=True)

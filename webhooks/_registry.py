@@ -38,16 +38,15 @@ from typing import Final, Self
 
 import attrs
 
-from asyncsdk import AsyncSDKError, ConfigurationError, ProcessCompleted, WaitTimeoutError
+from asyncsdk import ConfigurationError, ProcessCompleted, WaitTimeoutError
 from webhooks._checks import non_negative_seconds
+from webhooks._errors import RegistryClosedError
 
 __all__ = [
     "DEFAULT_KEEP_FOR",
     "DEFAULT_MAX_KEPT",
     "Registry",
-    "RegistryClosedError",
     "RegistryStats",
-    "RegistryUnavailableError",
 ]
 
 DEFAULT_KEEP_FOR: Final = 300.0
@@ -63,14 +62,6 @@ _SWEEP_GRANULARITY: Final = 1.0
 _Waiter = asyncio.Future[ProcessCompleted | None]
 # A kept event: (deadline on the loop's clock, process id, event).
 _Kept = tuple[float, str, ProcessCompleted]
-
-
-class RegistryClosedError(AsyncSDKError):
-    """The registry was closed before or while waiting; poll the process instead."""
-
-
-class RegistryUnavailableError(AsyncSDKError):
-    """The store behind a shared registry (Redis) cannot be reached or refused the command."""
 
 
 @attrs.frozen(kw_only=True)

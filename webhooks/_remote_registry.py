@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Final
 import attrs
 
 from webhooks._codec import decode_event
-from webhooks._registry import Registry, RegistryClosedError
+from webhooks._errors import RegistryClosedError
+from webhooks._registry import Registry
 
 if TYPE_CHECKING:
     from asyncsdk import ProcessCompleted

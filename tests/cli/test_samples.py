@@ -5,6 +5,9 @@ from __future__ import annotations
 from PIL import Image, ImageChops, ImageStat
 
 from asyncsdk import samples
+
+# The drawing script is private (it is run by hand when a sample changes); this test checks that
+# the committed JPEGs are still what it draws.
 from asyncsdk.samples import _make
 
 

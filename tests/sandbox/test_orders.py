@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import aiohttp
 import pytest
 
@@ -215,12 +218,22 @@ async def test_append_rules(api: aiohttp.ClientSession, flow: Flow) -> None:
     assert [a["asset_role"] for a in got["entry_assets"]] == ["primary_angle", "secondary_angle"]
 
 
+def _files_under(root: Path) -> list[Path]:
+    return [path for path in root.rglob("*") if path.is_file()]
+
+
 async def test_rejected_uploads_leave_no_files_behind(
-    sandbox: Sandbox, api: aiohttp.ClientSession
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = sandbox.app[
-        __import__("asyncsdk.sandbox._http", fromlist=["RUNTIME"]).RUNTIME
-    ].store.root
-    async with api.post("/v3/order", data=order_form([gradient_jpeg()] * 2, ["mask", "mask"])) as r:
-        assert r.status == 400
-    assert list(root.iterdir()) == []
+    # The sandbox keeps its files in a temporary directory of its own: here, one under tmp_path.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    async with (
+        Sandbox() as sandbox,
+        aiohttp.ClientSession(
+            base_url=sandbox.base_url, headers={"x-api-key": sandbox.api_key}
+        ) as api,
+    ):
+        form = order_form([gradient_jpeg()] * 2, ["mask", "mask"])
+        async with api.post("/v3/order", data=form) as r:
+            assert r.status == 400
+        assert _files_under(tmp_path) == []

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
-from webhooks._contract import InboxUnavailableError
+from webhooks._errors import InboxUnavailableError
 
 __all__ = ["PutBatcher", "Row"]
 

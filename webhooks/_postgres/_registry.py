@@ -29,6 +29,7 @@ import attrs
 
 from webhooks._checks import positive_seconds
 from webhooks._codec import encode_event
+from webhooks._errors import RegistryClosedError, RegistryUnavailableError
 from webhooks._postgres import _sql
 from webhooks._postgres._connect import (
     DEFAULT_SCHEMA,
@@ -44,9 +45,7 @@ from webhooks._postgres._connect import (
 )
 from webhooks._registry import (
     DEFAULT_KEEP_FOR,
-    RegistryClosedError,
     RegistryStats,
-    RegistryUnavailableError,
 )
 from webhooks._remote_registry import RemoteWaiters, Wording
 

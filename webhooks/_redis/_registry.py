@@ -26,6 +26,7 @@ import attrs
 
 from webhooks._checks import positive_seconds
 from webhooks._codec import encode_event
+from webhooks._errors import RegistryUnavailableError
 from webhooks._redis import _scripts
 from webhooks._redis._connect import (
     DEFAULT_PREFIX,
@@ -36,7 +37,7 @@ from webhooks._redis._connect import (
     translate_errors,
     where,
 )
-from webhooks._registry import DEFAULT_KEEP_FOR, RegistryStats, RegistryUnavailableError
+from webhooks._registry import DEFAULT_KEEP_FOR, RegistryStats
 from webhooks._remote_registry import RemoteWaiters, Wording
 
 if TYPE_CHECKING:

@@ -29,7 +29,8 @@ from collections.abc import Sequence
 from typing import Final
 
 from webhooks._codec import decode_event
-from webhooks._contract import InboxEntry, InboxError
+from webhooks._contract import InboxEntry
+from webhooks._errors import InboxError
 
 __all__ = [
     "ACK",

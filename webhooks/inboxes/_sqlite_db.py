@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from webhooks._contract import InboxUnavailableError
+from webhooks._errors import InboxUnavailableError
 
 __all__ = [
     "ACK_SQL",

@@ -16,9 +16,8 @@ from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
     DEFAULT_DEDUP_RETENTION,
     InboxEntry,
-    InboxUnavailableError,
-    UnknownEntryError,
 )
+from webhooks._errors import InboxUnavailableError, UnknownEntryError
 
 __all__ = ["MemoryInbox"]
 

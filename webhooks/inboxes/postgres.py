@@ -27,10 +27,8 @@ from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
     DEFAULT_DEDUP_RETENTION,
     InboxEntry,
-    InboxError,
-    InboxUnavailableError,
-    UnknownEntryError,
 )
+from webhooks._errors import InboxError, InboxUnavailableError, UnknownEntryError
 from webhooks._postgres import _sql
 from webhooks._postgres._connect import (
     DEFAULT_SCHEMA,

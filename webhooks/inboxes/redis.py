@@ -24,10 +24,8 @@ from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
     DEFAULT_DEDUP_RETENTION,
     InboxEntry,
-    InboxError,
-    InboxUnavailableError,
-    UnknownEntryError,
 )
+from webhooks._errors import InboxError, InboxUnavailableError, UnknownEntryError
 from webhooks._redis import _scripts
 from webhooks._redis._admin_scripts import ADMIN_SCRIPTS
 from webhooks._redis._connect import (

@@ -22,8 +22,8 @@ from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
     DEFAULT_DEDUP_RETENTION,
     InboxEntry,
-    UnknownEntryError,
 )
+from webhooks._errors import UnknownEntryError
 from webhooks.inboxes import _sqlite_db as db
 
 __all__ = ["SQLiteInbox"]
