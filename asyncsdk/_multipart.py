@@ -90,14 +90,17 @@ def _fill(buffer: memoryview, file: BinaryIO, start: int | None) -> int:
 class _FilePayload(aiohttp.payload.Payload):
     """A file of known size, read in chunks off the event loop; never closes the file itself."""
 
-    _autoclose = True  # the file is closed by whoever opened it, not by aiohttp
-
     def __init__(self, file: BinaryIO, *, start: int, size: int, owner: PreparedFile) -> None:
         super().__init__(file, content_type=owner.content_type, filename=owner.filename)
         self._file = file
         self._start = start
         self._size = size
         self._owner = owner
+
+    @property
+    def autoclose(self) -> bool:
+        """Nothing for aiohttp to close: the file is closed by whoever opened it."""
+        return True
 
     def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
         raise TypeError("a file payload is streamed and cannot be decoded as text")

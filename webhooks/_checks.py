@@ -1,8 +1,9 @@
-"""Argument checks written once for the whole package: attrs validators of seconds, and the
-arguments the inboxes share (a consumer name, a count).
+"""Argument checks written once for the whole package: numbers of seconds, counts, and the
+arguments the inboxes share (a consumer name, a limit), as plain functions and as attrs
+validators.
 
 The messages name the argument and what it takes; a bad value raises
-:class:`~asyncsdk.ConfigurationError` when the object is built.
+:class:`~asyncsdk.ConfigurationError` when the object is built or the method is called.
 """
 
 from __future__ import annotations
@@ -13,27 +14,47 @@ import attrs
 
 from asyncsdk import ConfigurationError
 
-__all__ = ["check_consumer", "check_limit", "non_negative_seconds", "positive_seconds"]
+__all__ = [
+    "check_consumer",
+    "check_limit",
+    "non_negative_int",
+    "non_negative_seconds",
+    "positive_seconds",
+    "require_count",
+    "require_seconds",
+]
 
 
-def _finite_seconds(attribute: attrs.Attribute[float], value: object) -> float:
+def require_seconds(name: str, value: object, *, zero_ok: bool) -> float:
+    """A finite number of seconds (not a ``bool``): more than 0, or 0 or more with ``zero_ok``."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigurationError(
-            f"{attribute.name} must be a finite number of seconds, not {value!r}"
-        )
+        raise ConfigurationError(f"{name} must be a finite number of seconds, not {value!r}")
+    if value < 0 or (value == 0 and not zero_ok):
+        bound = "0 or more" if zero_ok else "more than 0"
+        raise ConfigurationError(f"{name} must be {bound} seconds, not {value!r}")
     return float(value)
+
+
+def require_count(name: str, value: object, *, minimum: int) -> int:
+    """An ``int`` (not a ``bool``) of ``minimum`` or more."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigurationError(f"{name} must be an int of {minimum} or more, not {value!r}")
+    return value
 
 
 def positive_seconds(_: object, attribute: attrs.Attribute[float], value: float) -> None:
     """An attrs validator: a finite number of seconds, more than 0."""
-    if _finite_seconds(attribute, value) <= 0:
-        raise ConfigurationError(f"{attribute.name} must be more than 0 seconds, not {value!r}")
+    require_seconds(attribute.name, value, zero_ok=False)
 
 
 def non_negative_seconds(_: object, attribute: attrs.Attribute[float], value: float) -> None:
     """An attrs validator: a finite number of seconds, 0 or more."""
-    if _finite_seconds(attribute, value) < 0:
-        raise ConfigurationError(f"{attribute.name} must be 0 or more seconds, not {value!r}")
+    require_seconds(attribute.name, value, zero_ok=True)
+
+
+def non_negative_int(_: object, attribute: attrs.Attribute[int], value: int) -> None:
+    """An attrs validator: an ``int`` of 0 or more."""
+    require_count(attribute.name, value, minimum=0)
 
 
 def check_consumer(consumer: object) -> str:
@@ -45,6 +66,4 @@ def check_consumer(consumer: object) -> str:
 
 def check_limit(limit: object) -> int:
     """A count of entries: an ``int`` of 0 or more (not a ``bool``)."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        raise ConfigurationError(f"limit must be an int of 0 or more, not {limit!r}")
-    return limit
+    return require_count("limit", limit, minimum=0)

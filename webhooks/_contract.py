@@ -94,6 +94,10 @@ Atomic handler writes (optional: :class:`AtomicInbox`, kept by :class:`RedisInbo
     step commits nothing, so the entry is handed out again and the handlers' writes are applied
     once in all, whatever crashes: exactly-once effects on top of at-least-once delivery.
 
+Bad arguments (an empty ``consumer``, a ``limit`` that is not an ``int`` of 0 or more, a ``delay``
+that is not a finite number of seconds of 0 or more) raise :class:`~asyncsdk.ConfigurationError`
+and change nothing.
+
 Entry ids are opaque strings chosen by the backend.  Events are stored with
 :func:`~webhooks._codec.encode_event` and read back with :func:`~webhooks._codec.decode_event`, so
 that every backend uses one format.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from asyncsdk import ConfigurationError
+from webhooks._checks import require_count, require_seconds
 from webhooks._contract import Inbox, Verifier
 
 __all__ = ["check_receiver_options"]
@@ -30,13 +31,10 @@ def check_receiver_options(
             "StandardWebhooksVerifier(secret) or NoVerification() with fetch-back"
         )
     for name, number in counts.items():
-        if not isinstance(number, int) or number < 1:
-            raise ConfigurationError(f"{name} must be a positive integer, not {number!r}")
+        require_count(name, number, minimum=1)
     for name, value in seconds.items():
-        if value <= 0:
-            raise ConfigurationError(f"{name} must be a positive number of seconds")
-    if drain_timeout < 0:
-        raise ConfigurationError("drain_timeout must be >= 0 seconds")
+        require_seconds(name, value, zero_ok=False)
+    require_seconds("drain_timeout", drain_timeout, zero_ok=True)
     if seconds["read_timeout"] + seconds["put_timeout"] >= 10:
         raise ConfigurationError(
             "read_timeout + put_timeout must stay under 10 s: the service wants a 2xx "

@@ -39,7 +39,7 @@ from typing import Final, Self
 import attrs
 
 from asyncsdk import ConfigurationError, ProcessCompleted, WaitTimeoutError
-from webhooks._checks import non_negative_seconds
+from webhooks._checks import non_negative_int, non_negative_seconds
 from webhooks._errors import RegistryClosedError
 
 __all__ = [
@@ -74,11 +74,6 @@ class RegistryStats:
     """Distinct process ids those waiters wait for."""
     kept_events: int
     """Events kept for waiters that have not started yet (expired ones may linger up to 1 s)."""
-
-
-def _check_max_kept(_: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigurationError(f"{attribute.name} must be an int of 0 or more, not {value!r}")
 
 
 def check_process_id(process_id: object) -> str:
@@ -132,7 +127,7 @@ class Registry:
     """Seconds an event stays available to later waiters (``0`` keeps nothing)."""
     max_kept: int = attrs.field(
         default=DEFAULT_MAX_KEPT,
-        validator=_check_max_kept,
+        validator=non_negative_int,
         kw_only=True,
         on_setattr=attrs.setters.validate,
     )

@@ -30,6 +30,7 @@ from typing import Final
 import attrs
 
 from asyncsdk import ConfigurationError
+from webhooks._checks import require_seconds
 from webhooks._contract import Delivery, Rejection
 
 __all__ = [
@@ -192,8 +193,7 @@ class StandardWebhooksVerifier:
         )
         if not items:
             raise ConfigurationError("give at least one secret")
-        if tolerance <= 0:
-            raise ConfigurationError("tolerance must be a positive number of seconds")
+        tolerance = require_seconds("tolerance", tolerance, zero_ok=False)
         self.__attrs_init__(tuple(_decode_secret(s) for s in items), float(tolerance), clock)
 
     def __repr__(self) -> str:

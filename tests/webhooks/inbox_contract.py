@@ -13,12 +13,13 @@ whose ``claim_timeout`` is ``CLAIM_TIMEOUT``::
 from __future__ import annotations
 
 import asyncio
-from typing import Final
+import math
+from typing import Any, Final
 
 import pytest
 from whtools import eventually
 
-from asyncsdk import ProcessCompleted, ResultAsset
+from asyncsdk import ConfigurationError, ProcessCompleted, ResultAsset
 from webhooks import (
     Inbox,
     InboxEntry,
@@ -144,6 +145,22 @@ class InboxContract:
         (entry,) = await inbox.claim_batch("c1", 10)
         assert entry.attempts == 2
         assert entry.last_error == "boom"
+
+    async def test_bad_arguments_are_refused_and_change_nothing(self, inbox: Inbox) -> None:
+        await inbox.put(event(), b"x")
+        bad_claims: list[tuple[Any, Any]] = [("", 10), (None, 10), ("c1", -1), ("c1", True)]
+        for consumer, limit in bad_claims:
+            with pytest.raises(ConfigurationError, match=r"(consumer|limit) must"):
+                await inbox.claim_batch(consumer, limit)
+        (entry,) = await inbox.claim_batch("c1", 10)
+        assert entry.attempts == 1
+        bad_delays: list[Any] = [-1, math.nan, math.inf, True, "5"]
+        for delay in bad_delays:
+            with pytest.raises(ConfigurationError, match="delay must"):
+                await inbox.retry_later(entry.id, "later", delay)
+        # The entry is still held by c1: nothing was released.
+        assert await inbox.claim_batch("c2", 10) == []
+        assert await inbox.pending_count() == 1
 
     async def test_retry_later_delays_the_entry(self, inbox: Inbox) -> None:
         await inbox.put(event(), b"x")

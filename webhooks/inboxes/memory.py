@@ -12,6 +12,7 @@ import attrs
 
 from asyncsdk import ProcessCompleted
 from webhooks._admin import InboxStats
+from webhooks._checks import check_consumer, check_limit, require_seconds
 from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
     DEFAULT_DEDUP_RETENTION,
@@ -103,6 +104,8 @@ class MemoryInbox:
         return True
 
     async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
+        consumer = check_consumer(consumer)
+        check_limit(limit)
         self._open()
         now = self.clock()
         out: list[InboxEntry] = []
@@ -146,6 +149,7 @@ class MemoryInbox:
             self._expiries.append((expiry, record.key))
 
     async def retry_later(self, entry_id: str, error: str, delay: float) -> None:
+        delay = require_seconds("delay", delay, zero_ok=True)
         self._open()
         record = self._records.get(entry_id)
         if record is None or record.state != _PENDING:

@@ -21,7 +21,7 @@ import attrs
 
 from asyncsdk import ConfigurationError
 from webhooks._admin import InboxStats
-from webhooks._checks import check_consumer, check_limit, positive_seconds
+from webhooks._checks import check_consumer, check_limit, positive_seconds, require_seconds
 from webhooks._codec import dedup_key_text, encode_event, entry_from_row
 from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
@@ -207,8 +207,7 @@ class PostgresInbox:
         return True
 
     async def retry_later(self, entry_id: str, error: str, delay: float) -> None:
-        if isinstance(delay, bool) or not isinstance(delay, int | float) or not delay >= 0:
-            raise ConfigurationError(f"delay must be 0 or more seconds, not {delay!r}")
+        delay = require_seconds("delay", delay, zero_ok=True)
         ids = _ids((entry_id,))
         if ids:
             seconds = float(min(delay, _MAX_DELAY))

@@ -18,7 +18,7 @@ import attrs
 
 from asyncsdk import ConfigurationError, ProcessCompleted
 from webhooks._admin import InboxStats
-from webhooks._checks import check_consumer, check_limit, positive_seconds
+from webhooks._checks import check_consumer, check_limit, positive_seconds, require_seconds
 from webhooks._codec import dedup_key_text, encode_event
 from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
@@ -214,8 +214,7 @@ class RedisInbox:
         return bool(done)
 
     async def retry_later(self, entry_id: str, error: str, delay: float) -> None:
-        if isinstance(delay, bool) or not isinstance(delay, int | float) or not delay >= 0:
-            raise ConfigurationError(f"delay must be 0 or more seconds, not {delay!r}")
+        delay = require_seconds("delay", delay, zero_ok=True)
         if _scripts.is_entry_id(entry_id):
             delay_ms = round(min(delay, 10 * 365 * 86400.0) * 1000)
             await self._run(

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from operator import itemgetter
 from pathlib import Path
 
-from asyncsdk import ConfigurationError, ProcessCompleted
+from asyncsdk import ProcessCompleted
 from webhooks._admin import InboxStats
+from webhooks._checks import check_consumer, check_limit, require_seconds
 from webhooks._codec import dedup_key_text, encode_event, entry_from_row
 from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
@@ -48,14 +49,10 @@ class SQLiteInbox:
         batch_window: float = 0.0,
         busy_timeout: float = 5.0,
     ) -> None:
-        if claim_timeout <= 0 or dedup_retention <= 0 or batch_window < 0:
-            raise ConfigurationError(
-                "claim_timeout and dedup_retention must be positive and batch_window >= 0"
-            )
         self.path = Path(path)
-        self._claim_timeout = float(claim_timeout)
-        self.dedup_retention = float(dedup_retention)
-        self.batch_window = float(batch_window)
+        self._claim_timeout = require_seconds("claim_timeout", claim_timeout, zero_ok=False)
+        self.dedup_retention = require_seconds("dedup_retention", dedup_retention, zero_ok=False)
+        self.batch_window = require_seconds("batch_window", batch_window, zero_ok=True)
         self._db = db.SQLiteWriter(
             self.path,
             busy_timeout=busy_timeout,
@@ -108,7 +105,8 @@ class SQLiteInbox:
         return self._db.submit(op, db.STATEMENT)
 
     async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
-        if limit <= 0:
+        consumer = check_consumer(consumer)
+        if check_limit(limit) == 0:
             return []
 
         def op(conn: sqlite3.Connection) -> list[InboxEntry]:
@@ -158,6 +156,7 @@ class SQLiteInbox:
         await self._db.submit(op, db.STEPS)  # several statements: a savepoint keeps them one step
 
     async def retry_later(self, entry_id: str, error: str, delay: float) -> None:
+        delay = require_seconds("delay", delay, zero_ok=True)
         if not entry_id.isdigit():
             return
 
