@@ -38,18 +38,23 @@ class PutBatcher:
         self._queue: list[tuple[Row, asyncio.Future[bool]]] = []
         self._sender: asyncio.Task[None] | None = None
 
-    async def put(self, row: Row) -> bool:
-        """Queue ``row`` for the next batch and wait for its answer.
+    def submit(self, row: Row) -> asyncio.Future[bool]:
+        """Queue ``row`` for the next batch and return the future of its answer.
 
-        The batch goes ahead whatever becomes of the caller: a caller that is cancelled only
-        drops its answer.
+        The batch goes ahead whatever becomes of the future: a caller that cancels it or stops
+        waiting only drops its answer.
         """
         loop = asyncio.get_running_loop()
         answer: asyncio.Future[bool] = loop.create_future()
         self._queue.append((row, answer))
         if self._sender is None:
             self._sender = loop.create_task(self._send(), name="webhooks-postgres-puts")
-        return await answer
+        return answer
+
+    async def sent(self) -> None:
+        """Wait until every queued row has been stored or has failed."""
+        if self._sender is not None:
+            await asyncio.wait({self._sender})
 
     async def _send(self) -> None:
         batch: list[tuple[Row, asyncio.Future[bool]]] = []

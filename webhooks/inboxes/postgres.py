@@ -13,7 +13,6 @@ process still holds the entry (:class:`~webhooks.AtomicInbox`).
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Final, TypeVar
 
@@ -89,8 +88,6 @@ class PostgresInbox:
     _opening: asyncio.Lock = attrs.field(factory=asyncio.Lock, init=False)
     _closed: bool = attrs.field(default=False, init=False)
     _next_purge: float = attrs.field(default=0.0, init=False)
-    _writing: set[asyncio.Task[bool]] = attrs.field(factory=set, init=False)
-    """Puts started by :meth:`submit_put` and not yet committed (strong references)."""
 
     def __attrs_post_init__(self) -> None:
         require_asyncpg()
@@ -105,38 +102,17 @@ class PostgresInbox:
     async def put(self, event: ProcessCompleted, raw: bytes) -> bool:
         """Claim the event's dedup key and store it, committed on return (puts made at the same
         time share one statement and one commit: see :mod:`webhooks._postgres._puts`)."""
-        self._check_open()
-        with translate_errors(InboxUnavailableError, InboxError, "inbox put", self.dsn):
-            return await self._puts.put((dedup_key_text(event), encode_event(event), bytes(raw)))
+        return await self.submit_put(event, raw)
 
     def submit_put(self, event: ProcessCompleted, raw: bytes) -> asyncio.Future[bool]:
-        """Start :meth:`put` in a task of its own and return a future for its answer.
+        """Queue the put for the next batch and return the future of its answer.
 
         The write goes ahead whatever becomes of the future: cancelling it, or giving up on it
         after a deadline, only drops the answer.  Raises :class:`~webhooks.InboxUnavailableError`
-        at once if the inbox is closed; :meth:`close` waits for puts under way.
+        at once if the inbox is closed; :meth:`close` waits for puts already queued.
         """
         self._check_open()
-        loop = asyncio.get_running_loop()
-        task = loop.create_task(self.put(event, raw))
-        self._writing.add(task)
-        answer: asyncio.Future[bool] = loop.create_future()
-        task.add_done_callback(functools.partial(self._put_answered, answer))
-        return answer
-
-    def _put_answered(self, answer: asyncio.Future[bool], task: asyncio.Task[bool]) -> None:
-        """Pass a finished put's answer (or error) on to the future handed out for it."""
-        self._writing.discard(task)
-        if answer.done():
-            if not task.cancelled():
-                task.exception()  # retrieved: the caller gave up on the answer
-            return
-        if task.cancelled():
-            answer.cancel()
-        elif (error := task.exception()) is not None:
-            answer.set_exception(error)
-        else:
-            answer.set_result(task.result())
+        return self._puts.submit((dedup_key_text(event), encode_event(event), bytes(raw)))
 
     async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
         """Due entries, oldest first, and those whose claim lapsed."""
@@ -284,8 +260,7 @@ class PostgresInbox:
         if self._closed:
             return
         self._closed = True
-        if self._writing:  # puts already started commit before the pool goes
-            await asyncio.wait(set(self._writing))
+        await self._puts.sent()  # puts already queued commit before the pool goes
         async with self._opening:  # an opening under way finishes first
             pool, self._pool = self._pool, None
         if pool is not None:
@@ -295,14 +270,15 @@ class PostgresInbox:
 
     async def _store(self, rows: Sequence[Row]) -> set[str]:
         """Store rows of distinct keys in one statement; the keys stored (the rest are held)."""
-        pool = await self._ready_pool()
-        stored = await pool.fetch(
-            self._statements.put,
-            [row[0] for row in rows],
-            [row[1] for row in rows],
-            [row[2] for row in rows],
-            float(self.retention),
-        )
+        with translate_errors(InboxUnavailableError, InboxError, "inbox put", self.dsn):
+            pool = await self._ready_pool()
+            stored = await pool.fetch(
+                self._statements.put,
+                [row[0] for row in rows],
+                [row[1] for row in rows],
+                [row[2] for row in rows],
+                float(self.retention),
+            )
         return {record[0] for record in stored}
 
     def _check_open(self) -> None:
