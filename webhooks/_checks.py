@@ -8,6 +8,7 @@ The messages name the argument and what it takes; a bad value raises
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import attrs
@@ -27,8 +28,13 @@ __all__ = [
 
 def require_seconds(name: str, value: object, *, zero_ok: bool) -> float:
     """A finite number of seconds (not a ``bool``): more than 0, or 0 or more with ``zero_ok``."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    finite = False
+    if not isinstance(value, bool) and isinstance(value, int | float):
+        with contextlib.suppress(OverflowError):  # an int too large for a float
+            finite = math.isfinite(value)
+    if not finite:
         raise ConfigurationError(f"{name} must be a finite number of seconds, not {value!r}")
+    assert isinstance(value, int | float)
     if value < 0 or (value == 0 and not zero_ok):
         bound = "0 or more" if zero_ok else "more than 0"
         raise ConfigurationError(f"{name} must be {bound} seconds, not {value!r}")

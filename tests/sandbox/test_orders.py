@@ -218,6 +218,10 @@ async def test_append_rules(api: aiohttp.ClientSession, flow: Flow) -> None:
     assert [a["asset_role"] for a in got["entry_assets"]] == ["primary_angle", "secondary_angle"]
 
 
+def _folders_under(root: Path) -> list[Path]:
+    return [path for path in root.iterdir() if path.is_dir()]
+
+
 def _files_under(root: Path) -> list[Path]:
     return [path for path in root.rglob("*") if path.is_file()]
 
@@ -236,4 +240,5 @@ async def test_rejected_uploads_leave_no_files_behind(
         form = order_form([gradient_jpeg()] * 2, ["mask", "mask"])
         async with api.post("/v3/order", data=form) as r:
             assert r.status == 400
+        assert len(_folders_under(tmp_path)) == 1  # the sandbox's own folder
         assert _files_under(tmp_path) == []

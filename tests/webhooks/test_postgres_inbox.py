@@ -50,6 +50,21 @@ async def test_postgres_inbox_is_an_atomic_inbox(postgres_dsn: str, postgres_sch
         await inbox.close()
 
 
+async def test_puts_queued_before_close_are_committed(
+    postgres_dsn: str, postgres_schema: str
+) -> None:
+    inbox = PostgresInbox(postgres_dsn, schema=postgres_schema)
+    await inbox.check()
+    answers = [inbox.submit_put(event(f"p-{n}"), b"x") for n in range(3)]
+    await inbox.close()
+    assert [await answer for answer in answers] == [True, True, True]
+    again = PostgresInbox(postgres_dsn, schema=postgres_schema)
+    try:
+        assert await again.pending_count() == 3
+    finally:
+        await again.close()
+
+
 async def test_puts_from_many_inboxes_store_each_event_once(
     postgres_dsn: str, postgres_schema: str
 ) -> None:

@@ -259,8 +259,8 @@ class PostgresInbox:
         """Close the pool.  Entries stay in the database."""
         if self._closed:
             return
+        await self._puts.sent()  # puts already queued commit before the inbox closes
         self._closed = True
-        await self._puts.sent()  # puts already queued commit before the pool goes
         async with self._opening:  # an opening under way finishes first
             pool, self._pool = self._pool, None
         if pool is not None:
