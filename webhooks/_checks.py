@@ -8,8 +8,8 @@ The messages name the argument and what it takes; a bad value raises
 
 from __future__ import annotations
 
-import contextlib
 import math
+from typing import TypeGuard
 
 import attrs
 
@@ -26,15 +26,19 @@ __all__ = [
 ]
 
 
+def _is_finite_number(value: object) -> TypeGuard[int | float]:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        return False
+
+
 def require_seconds(name: str, value: object, *, zero_ok: bool) -> float:
     """A finite number of seconds (not a ``bool``): more than 0, or 0 or more with ``zero_ok``."""
-    finite = False
-    if not isinstance(value, bool) and isinstance(value, int | float):
-        with contextlib.suppress(OverflowError):  # an int too large for a float
-            finite = math.isfinite(value)
-    if not finite:
+    if not _is_finite_number(value):
         raise ConfigurationError(f"{name} must be a finite number of seconds, not {value!r}")
-    assert isinstance(value, int | float)
     if value < 0 or (value == 0 and not zero_ok):
         bound = "0 or more" if zero_ok else "more than 0"
         raise ConfigurationError(f"{name} must be {bound} seconds, not {value!r}")
