@@ -1,9 +1,10 @@
 """The worker pool: takes stored events from the inbox and runs them through handlers.
 
 ``workers`` long-lived worker tasks take claimed entries from a local queue and run them one after
-another; one feeder task fills the queue from the inbox (woken at once by each new event and
-whenever the queue runs low, and by a ticker every ``poll_interval`` for delayed retries and
-claims abandoned by crashed processes).  While the inbox has a backlog the feeder claims entries
+another; one feeder task fills the queue from the inbox: at once for each new event stored here,
+when the queue runs low while more entries are known to wait, and at a tick every
+``poll_interval`` for delayed retries, claims abandoned by crashed processes and entries stored
+by other processes.  While the inbox has a backlog the feeder claims entries
 in reserve beyond the free workers, so that a worker that finishes starts the next entry at once
 and claims come in batches: as many as the workers finish, at their recent pace, during one
 claim's round trip, at least ``workers`` and at most ``workers * _BURST`` (slow handlers keep a
@@ -13,8 +14,9 @@ running and queued entries so that none is handed to a second worker.
 
 A worker hands each entry to the :class:`~webhooks._dispatch.Dispatcher` (fetch-back, the result
 sink, the handlers, the verdict).  When all handlers succeed the worker does not wait for the ack
-to start its next entry: one acker task sends the acks that gather meanwhile together in one
-``ack_many``, and the entries stay held, their claims renewed, until their ack is done.
+to start its next entry: one acker task sends the acks that gather over ``_ACK_GATHER`` seconds
+and while the previous ones are on the wire together in one ``ack_many``, and the entries stay
+held, their claims renewed, until their ack is done.
 """
 
 from __future__ import annotations
@@ -42,6 +44,11 @@ _RELEASE_TIMEOUT: Final = 5.0
 _BURST: Final = 16
 """Entries a worker runs back to back without suspending before it yields to the event loop."""
 _PACE_WEIGHT: Final = 0.05
+_ACK_GATHER: Final = 0.02
+"""Seconds the acker waits for more finished entries before it sends their acks in one go.  At
+a steady pace each ack would otherwise be a write of its own (a transaction, a script call); the
+entries stay held, their claims renewed, meanwhile.  Benchmark line: receiver, 128 conns, paced,
+server CPU per request against the hand-written handler's."""
 """Weight of the latest entry in the moving average of the time per entry."""
 
 
@@ -70,6 +77,9 @@ class WorkerPool:
     _idle: deque[asyncio.Future[None]] = attrs.field(factory=deque, init=False)
     """One future per worker waiting for an entry; the feeder wakes as many as it queued."""
     _wake: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
+    _poll: bool = attrs.field(default=True, init=False)
+    """Claim even when no entry is known to wait: at start and at each tick (delayed retries,
+    abandoned claims, entries another process stored)."""
     _loops: list[asyncio.Task[None]] = attrs.field(factory=list, init=False)
     _feeder: asyncio.Task[None] | None = attrs.field(default=None, init=False)
     _ticker: asyncio.Task[None] | None = attrs.field(default=None, init=False)
@@ -205,14 +215,19 @@ class WorkerPool:
             held = len(self._running) + len(self._ready)
             free = self.workers - held
             # More unfinished entries than this process holds: claim a batch in reserve.
-            reserve = self._reserve() if self.backlog > held + len(self._acking) else 0
+            unseen = self.backlog > held + len(self._acking)
+            reserve = self._reserve() if unseen else 0
             self._low_water = max(self.workers, reserve // 2)
             limit = free + reserve
-            if limit <= 0 or len(self._ready) >= self._low_water:
+            # A worker that runs out asks for more, but a claim is sent only when an entry is
+            # known to wait (stored here, or counted by the inbox) or at a tick: an idle worker
+            # alone would claim nothing, one round trip per event at a steady pace.
+            if limit <= 0 or len(self._ready) >= self._low_water or not (unseen or self._poll):
                 self._wake.clear()
                 await self._wake.wait()
                 continue
             self._wake.clear()
+            self._poll = False
             started = loop.time()
             try:
                 batch = await self.inbox.claim_batch(self.consumer, limit)
@@ -245,6 +260,7 @@ class WorkerPool:
         """Wake the feeder every ``poll_interval`` for delayed retries and abandoned claims."""
         while True:
             await asyncio.sleep(self.poll_interval)
+            self._poll = True
             self._wake.set()
 
     async def _work(self) -> None:
@@ -329,6 +345,7 @@ class WorkerPool:
 
     async def _send_acks(self) -> None:
         try:
+            await asyncio.sleep(_ACK_GATHER)
             while self._to_ack:
                 ids, self._to_ack = self._to_ack, []
                 try:

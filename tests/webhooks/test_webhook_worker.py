@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Sequence
 
 from inbox_contract import event
-from whtools import Recorder, wait_until
+from whtools import JSON, Recorder, encode, payload, serve, wait_until
 
 from asyncsdk import ProcessCompleted
 from webhooks import (
@@ -156,3 +156,21 @@ async def test_a_failed_ack_does_not_run_succeeded_handlers_again() -> None:
         await receiver.stop()
     assert inbox.failed
     assert seen.ids == ["p-0"]
+
+
+async def test_a_steady_trickle_of_events_costs_one_claim_each() -> None:
+    # Each event arrives alone and is finished before the next: the worker that runs out asks
+    # for more, but nothing is known to wait, so no claim is sent for it (before, every event
+    # cost a second, empty claim).  No tick comes within the test: poll_interval is a minute.
+    inbox = PacedInbox()
+    receiver = receiver_for(inbox, poll_interval=60.0)
+    seen = Recorder()
+    receiver.add_handler(seen)
+    async with serve(receiver) as client:
+        await wait_until(lambda: len(inbox.claim_limits) == 1, "the claim at start")
+        for n in range(10):
+            response = await client.post("/hooks/", data=encode(payload(f"p-{n}")), headers=JSON)
+            assert response.status == 200
+            await wait_until(lambda n=n: receiver.metrics.processed == n + 1, "the ack")
+    assert seen.ids == [f"p-{n}" for n in range(10)]
+    assert len(inbox.claim_limits) == 1 + 10
