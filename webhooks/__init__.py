@@ -11,6 +11,7 @@ from webhooks._admin import InboxStats, InspectableInbox
 from webhooks._backends import Backend, PostgresBackend, RedisBackend
 from webhooks._contract import (
     AtomicInbox,
+    ClaimingInbox,
     Delivery,
     DeliveryInfo,
     Ignored,
@@ -56,6 +57,7 @@ __all__ = [
     "AtomicHandler",
     "AtomicInbox",
     "Backend",
+    "ClaimingInbox",
     "Delivery",
     "DeliveryInfo",
     "Handler",

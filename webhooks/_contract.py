@@ -79,6 +79,18 @@ An inbox holds accepted ``process.completed`` events until a worker has finished
 ``close()``
     Releases connections and threads.  Idempotent.  Pending entries stay in durable backends.
 
+Put and claim in one step (optional: :class:`ClaimingInbox`, kept by the memory, SQLite and Redis
+inboxes)
+-----------------------------------------------------------------------------------------------
+
+``submit_put_claimed(event, raw, consumer)``
+    :meth:`Inbox.submit_put`, and a new entry is handed to ``consumer`` in the same step, as
+    ``claim_batch`` would hand it out (claimed, ``attempts`` 1): the future gets that entry, or
+    ``None`` for a duplicate.  An inbox that hands out new entries in arrival order only (Redis)
+    hands out the oldest entry no consumer has taken yet, which is the new one unless others wait
+    before it.  The receiver stores a delivery this way while one of its workers is free, so that
+    the event reaches the worker without a claim round trip.
+
 Atomic handler writes (optional: :class:`AtomicInbox`, kept by :class:`RedisInbox`)
 ----------------------------------------------------------------------------------
 
@@ -126,6 +138,7 @@ __all__ = [
     "DEFAULT_CLAIM_TIMEOUT",
     "DEFAULT_DEDUP_RETENTION",
     "AtomicInbox",
+    "ClaimingInbox",
     "Delivery",
     "DeliveryInfo",
     "Ignored",
@@ -242,6 +255,17 @@ class Inbox(Protocol):
 
     async def close(self) -> None:
         """Release resources; idempotent."""
+        ...
+
+
+@runtime_checkable
+class ClaimingInbox(Inbox, Protocol):
+    """An inbox that can store an event and hand it out in one step (see the module docstring)."""
+
+    def submit_put_claimed(
+        self, event: ProcessCompleted, raw: bytes, consumer: str
+    ) -> asyncio.Future[InboxEntry | None]:
+        """Start a put that also hands the new entry to ``consumer``; ``None`` for a duplicate."""
         ...
 
 

@@ -26,7 +26,7 @@ from multidict import CIMultiDictProxy
 
 from asyncsdk import ProcessCompleted
 from webhooks._backpressure import SharedDepth
-from webhooks._contract import Delivery, Ignored, Inbox, Parsed, Rejection, Verifier
+from webhooks._contract import Delivery, Ignored, Parsed, Rejection, Verifier
 from webhooks._fetchback import unconfirmed
 from webhooks._metrics import Metrics
 from webhooks._observe import NO_RECEIVER_TELEMETRY, DeliverySpan, ReceiverTelemetry, log_fields
@@ -118,11 +118,13 @@ class _Deadlines:
 
 @attrs.define(kw_only=True, eq=False)
 class Intake:
-    """The request path of one receiver.  ``is_running``, ``depth`` and ``stored`` are the
-    receiver's: whether it accepts deliveries, the shared inbox's depth, and "one more was
+    """The request path of one receiver.  ``submit_put``, ``is_running``, ``depth`` and
+    ``stored`` are the receiver's: how a delivery is stored (the worker pool's
+    :meth:`~webhooks._pool.WorkerPool.submit_put`, which keeps :meth:`~webhooks.Inbox.submit_put`'s
+    contract), whether it accepts deliveries, the shared inbox's depth, and "one more was
     stored"."""
 
-    inbox: Inbox
+    submit_put: Callable[[ProcessCompleted, bytes], asyncio.Future[bool]]
     verifier: Verifier
     metrics: Metrics
     process_filter: ProcessFilter | None
@@ -289,7 +291,7 @@ class Intake:
         try:
             # The write goes ahead whatever becomes of ``answer``: a client that hangs up (with
             # handler_cancellation on) or the deadline only stops this request waiting for it.
-            answer = self.inbox.submit_put(unconfirmed(event) if self.fetch_back else event, body)
+            answer = self.submit_put(unconfirmed(event) if self.fetch_back else event, body)
         except Exception as exc:
             logger.warning("the webhook inbox failed to store an event: %s", exc)
             return self._unavailable("store_unavailable", "the event store is unavailable")

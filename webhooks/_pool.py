@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 import uuid
@@ -31,7 +32,8 @@ from typing import Final
 
 import attrs
 
-from webhooks._contract import Inbox, InboxEntry, ProcessClient, ResultSink
+from asyncsdk import ProcessCompleted
+from webhooks._contract import ClaimingInbox, Inbox, InboxEntry, ProcessClient, ResultSink
 from webhooks._dispatch import Dispatcher, HandlerSpec, RetryPolicy
 from webhooks._metrics import Metrics
 from webhooks._observe import NO_RECEIVER_TELEMETRY, ReceiverTelemetry
@@ -97,8 +99,14 @@ class WorkerPool:
     """Seconds the last claim took, answer included."""
     _low_water: int = attrs.field(default=0, init=False)
     """Claimed entries left waiting below which a worker asks the feeder for more."""
+    _claiming: ClaimingInbox | None = attrs.field(default=None, init=False)
+    """The inbox, when it can store an event and hand it to this pool in one step."""
+    _puts_claiming: int = attrs.field(default=0, init=False)
+    """Puts on their way that will hand their entry to this pool."""
 
     def __attrs_post_init__(self) -> None:
+        if isinstance(self.inbox, ClaimingInbox):
+            self._claiming = self.inbox
         self._dispatcher = Dispatcher(
             inbox=self.inbox,
             handlers=self.handlers,
@@ -133,6 +141,48 @@ class WorkerPool:
         """A new entry was stored: count it and claim now rather than at the next poll."""
         self.backlog += 1
         self._wake.set()
+
+    def submit_put(self, event: ProcessCompleted, raw: bytes) -> asyncio.Future[bool]:
+        """Store a delivery, as :meth:`~webhooks.Inbox.submit_put` does.  While a worker is free
+        and the inbox is a :class:`~webhooks.ClaimingInbox`, the put also hands the new entry to
+        this pool, which queues it for that worker at once: no claim round trip for an event
+        that arrives when the workers keep up (benchmark line: receiver, 128 conns, paced,
+        server CPU per request against the hand-written handlers)."""
+        inbox = self._claiming
+        held = len(self._running) + len(self._ready) + self._puts_claiming
+        if inbox is None or self._stopping or held >= self.workers:
+            return self.inbox.submit_put(event, raw)
+        put = inbox.submit_put_claimed(event, raw, self.consumer)
+        self._puts_claiming += 1
+        answer: asyncio.Future[bool] = put.get_loop().create_future()
+        put.add_done_callback(functools.partial(self._put_claimed, answer))
+        return answer
+
+    def _put_claimed(
+        self, answer: asyncio.Future[bool], put: asyncio.Future[InboxEntry | None]
+    ) -> None:
+        """Queue the entry a put handed to this pool, whatever became of ``answer`` (a caller
+        that stopped waiting), and pass the put's answer on."""
+        self._puts_claiming -= 1
+        if put.cancelled():
+            answer.cancel()
+            return
+        failure = put.exception()
+        if failure is not None:
+            if not answer.done():
+                answer.set_exception(failure)
+            return
+        entry = put.result()
+        if entry is not None:
+            self._take(entry)
+        if not answer.done():
+            answer.set_result(entry is not None)
+
+    def _take(self, entry: InboxEntry) -> None:
+        """Queue an entry handed to this pool for the next free worker (once stopping, for
+        :meth:`stop` to hand back)."""
+        self._ready.append(entry)
+        self._wake_workers(1)
 
     @property
     def in_flight(self) -> int:
@@ -171,6 +221,7 @@ class WorkerPool:
                 task.cancel()
             await asyncio.wait(late)
         await self._acks_sent(max(_RELEASE_TIMEOUT, deadline - (time.monotonic() - started)))
+        await self._release_ready()  # entries that puts under way handed over meanwhile
 
     async def _acks_sent(self, timeout: float) -> None:
         """Wait for the acks of finished entries; an ack still unsent is left to the claim

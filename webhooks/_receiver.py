@@ -190,7 +190,7 @@ class WebhookReceiver(OneCallSetup):
             close_inbox=close_inbox,
         )
         self._intake = Intake(
-            inbox=inbox,
+            submit_put=self._pool.submit_put,
             verifier=verifier,
             metrics=self.metrics,
             process_filter=process_filter,

@@ -21,6 +21,7 @@ from whtools import eventually
 
 from asyncsdk import ConfigurationError, ProcessCompleted, ResultAsset
 from webhooks import (
+    ClaimingInbox,
     Inbox,
     InboxEntry,
     InboxUnavailableError,
@@ -250,3 +251,57 @@ class InboxContract:
 
 async def claim_none(inbox: Inbox) -> bool:
     return await inbox.claim_batch("anyone", 10) == []
+
+
+class ClaimingInboxContract(InboxContract):
+    """The contract of an inbox that also stores and hands out in one step
+    (:class:`webhooks.ClaimingInbox`)."""
+
+    async def test_a_claimed_put_hands_out_the_new_entry(self, inbox: Inbox) -> None:
+        assert isinstance(inbox, ClaimingInbox)
+        entry = await inbox.submit_put_claimed(event("p-1"), b'{"raw": 1}', "c1")
+        assert entry is not None
+        assert entry.event == event("p-1")
+        assert entry.raw == b'{"raw": 1}'
+        assert entry.attempts == 1
+        assert entry.received_at > 0
+        assert await inbox.pending_count() == 1
+        # Held by c1: nobody else is handed it while the claim holds; c1 can renew and ack it.
+        assert await inbox.claim_batch("c2", 10) == []
+        await inbox.extend("c1", [entry.id])
+        await inbox.ack(entry.id)
+        assert await inbox.pending_count() == 0
+        assert await inbox.put(event("p-1"), b"x") is False
+
+    async def test_a_claimed_put_of_a_duplicate_stores_and_hands_out_nothing(
+        self, inbox: Inbox
+    ) -> None:
+        assert isinstance(inbox, ClaimingInbox)
+        assert await inbox.put(event("p-1"), b"x") is True
+        assert await inbox.submit_put_claimed(event("p-1"), b"again", "c1") is None
+        assert await inbox.pending_count() == 1
+        (entry,) = await inbox.claim_batch("c2", 10)
+        assert entry.raw == b"x"
+        assert entry.attempts == 1
+
+    async def test_a_claimed_put_is_handed_out_again_when_its_claim_lapses(
+        self, inbox: Inbox
+    ) -> None:
+        assert isinstance(inbox, ClaimingInbox)
+        entry = await inbox.submit_put_claimed(event("p-1"), b"x", "crashed")
+        assert entry is not None
+        (again,) = await claim_eventually(inbox, "survivor")
+        assert again.id == entry.id
+        assert again.attempts == 2
+
+    async def test_a_claimed_put_goes_ahead_if_its_caller_stops_waiting(self, inbox: Inbox) -> None:
+        assert isinstance(inbox, ClaimingInbox)
+        inbox.submit_put_claimed(event("p-1"), b"x", "c1").cancel()
+        assert await inbox.put(event("p-1"), b"x") is False
+        assert await inbox.pending_count() == 1
+
+    async def test_a_claimed_put_refuses_an_empty_consumer(self, inbox: Inbox) -> None:
+        assert isinstance(inbox, ClaimingInbox)
+        with pytest.raises(ConfigurationError):
+            await inbox.submit_put_claimed(event("p-1"), b"x", "")
+        assert await inbox.pending_count() == 0

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 import redis.asyncio
-from inbox_contract import CLAIM_TIMEOUT, InboxContract, claim_eventually, event
+from inbox_contract import CLAIM_TIMEOUT, ClaimingInboxContract, claim_eventually, event
 
 from asyncsdk import ConfigurationError
 from webhooks import Inbox, InboxError, InboxUnavailableError, RedisInbox, UnknownEntryError
@@ -15,11 +15,28 @@ from webhooks import Inbox, InboxError, InboxUnavailableError, RedisInbox, Unkno
 pytestmark = pytest.mark.redis
 
 
-class TestRedisInbox(InboxContract):
+class TestRedisInbox(ClaimingInboxContract):
     @pytest.fixture
     async def inbox(self, redis_url: str, redis_prefix: str) -> AsyncIterator[Inbox]:
         inbox = RedisInbox(redis_url, prefix=redis_prefix, claim_timeout=CLAIM_TIMEOUT)
         yield inbox
+        await inbox.close()
+
+
+async def test_a_claimed_put_hands_out_the_oldest_entry_nobody_took(
+    redis_url: str, redis_prefix: str
+) -> None:
+    # The consumer group hands out new entries in stream order: with p-1 waiting, the put of
+    # p-2 hands p-1 to the consumer, and p-2 waits for the next claim.
+    inbox = RedisInbox(redis_url, prefix=redis_prefix)
+    try:
+        assert await inbox.put(event("p-1"), b"first") is True
+        entry = await inbox.submit_put_claimed(event("p-2"), b"second", "c1")
+        assert entry is not None
+        assert (entry.event, entry.raw, entry.attempts) == (event("p-1"), b"first", 1)
+        (later,) = await inbox.claim_batch("c2", 10)
+        assert (later.event, later.raw, later.attempts) == (event("p-2"), b"second", 1)
+    finally:
         await inbox.close()
 
 

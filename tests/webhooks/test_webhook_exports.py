@@ -13,6 +13,7 @@ PUBLIC = {
     "AtomicHandler",
     "AtomicInbox",
     "Backend",
+    "ClaimingInbox",
     "Delivery",
     "DeliveryInfo",
     "Handler",

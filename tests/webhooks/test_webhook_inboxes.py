@@ -7,12 +7,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from inbox_contract import CLAIM_TIMEOUT, InboxContract, claim_eventually, event
+from inbox_contract import CLAIM_TIMEOUT, ClaimingInboxContract, claim_eventually, event
 
 from webhooks import Inbox, InboxUnavailableError, MemoryInbox, SQLiteInbox
 
 
-class TestMemoryInbox(InboxContract):
+class TestMemoryInbox(ClaimingInboxContract):
     @pytest.fixture
     async def inbox(self) -> AsyncIterator[Inbox]:
         inbox = MemoryInbox(claim_timeout=CLAIM_TIMEOUT)
@@ -20,7 +20,7 @@ class TestMemoryInbox(InboxContract):
         await inbox.close()
 
 
-class TestSQLiteInbox(InboxContract):
+class TestSQLiteInbox(ClaimingInboxContract):
     @pytest.fixture
     async def inbox(self, tmp_path: Path) -> AsyncIterator[Inbox]:
         inbox = SQLiteInbox(tmp_path / "inbox.sqlite3", claim_timeout=CLAIM_TIMEOUT)

@@ -10,6 +10,8 @@ from whtools import JSON, Recorder, encode, payload, serve, wait_until
 
 from asyncsdk import ProcessCompleted
 from webhooks import (
+    ClaimingInbox,
+    Inbox,
     InboxEntry,
     InboxUnavailableError,
     MemoryInbox,
@@ -158,19 +160,84 @@ async def test_a_failed_ack_does_not_run_succeeded_handlers_again() -> None:
     assert seen.ids == ["p-0"]
 
 
-async def test_a_steady_trickle_of_events_costs_one_claim_each() -> None:
-    # Each event arrives alone and is finished before the next: the worker that runs out asks
-    # for more, but nothing is known to wait, so no claim is sent for it (before, every event
-    # cost a second, empty claim).  No tick comes within the test: poll_interval is a minute.
-    inbox = PacedInbox()
-    receiver = receiver_for(inbox, poll_interval=60.0)
+class OwnInbox:
+    """An inbox written by a user: the :class:`Inbox` contract only, no put that claims (here
+    over a :class:`PacedInbox`, whose claims it records)."""
+
+    def __init__(self, inner: PacedInbox) -> None:
+        self.inner = inner
+
+    @property
+    def claim_timeout(self) -> float:
+        return self.inner.claim_timeout
+
+    async def put(self, event: ProcessCompleted, raw: bytes) -> bool:
+        return await self.inner.put(event, raw)
+
+    def submit_put(self, event: ProcessCompleted, raw: bytes) -> asyncio.Future[bool]:
+        return self.inner.submit_put(event, raw)
+
+    async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
+        return await self.inner.claim_batch(consumer, limit)
+
+    async def extend(self, consumer: str, entry_ids: Sequence[str]) -> None:
+        await self.inner.extend(consumer, entry_ids)
+
+    async def ack(self, entry_id: str) -> None:
+        await self.inner.ack(entry_id)
+
+    async def ack_many(self, entry_ids: Sequence[str]) -> None:
+        await self.inner.ack_many(entry_ids)
+
+    async def retry_later(self, entry_id: str, error: str, delay: float) -> None:
+        await self.inner.retry_later(entry_id, error, delay)
+
+    async def dead_letter(self, entry_id: str, error: str) -> None:
+        await self.inner.dead_letter(entry_id, error)
+
+    async def dead_letters(self, limit: int = 1000) -> list[InboxEntry]:
+        return await self.inner.dead_letters(limit)
+
+    async def replay(self, entry_id: str) -> None:
+        await self.inner.replay(entry_id)
+
+    async def pending_count(self) -> int:
+        return await self.inner.pending_count()
+
+    async def check(self) -> None:
+        await self.inner.check()
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+async def trickle(inbox: Inbox, count: int) -> list[str]:
+    """Deliver ``count`` events one at a time, each finished before the next is sent; the ids
+    the handler saw.  No tick comes meanwhile: ``poll_interval`` is a minute."""
+    receiver = WebhookReceiver(inbox=inbox, verifier=NoVerification(), poll_interval=60.0)
     seen = Recorder()
     receiver.add_handler(seen)
     async with serve(receiver) as client:
-        await wait_until(lambda: len(inbox.claim_limits) == 1, "the claim at start")
-        for n in range(10):
+        for n in range(count):
             response = await client.post("/hooks/", data=encode(payload(f"p-{n}")), headers=JSON)
             assert response.status == 200
             await wait_until(lambda n=n: receiver.metrics.processed == n + 1, "the ack")
-    assert seen.ids == [f"p-{n}" for n in range(10)]
+    return seen.ids
+
+
+async def test_events_stored_while_a_worker_is_free_reach_it_without_a_claim() -> None:
+    inbox = PacedInbox()
+    assert isinstance(inbox, ClaimingInbox)
+    assert await trickle(inbox, 10) == [f"p-{n}" for n in range(10)]
+    assert len(inbox.claim_limits) == 1  # the one at start
+
+
+async def test_an_inbox_without_claiming_puts_costs_one_claim_per_event() -> None:
+    # A worker that runs out asks for more, but nothing is known to wait, so no claim is sent
+    # for it: one claim per event, not a second, empty one.
+    inbox = PacedInbox()
+    own = OwnInbox(inbox)
+    assert isinstance(own, Inbox)
+    assert not isinstance(own, ClaimingInbox)
+    assert await trickle(own, 10) == [f"p-{n}" for n in range(10)]
     assert len(inbox.claim_limits) == 1 + 10

@@ -147,20 +147,30 @@ class GatedInbox(MemoryInbox):
         return await self.submit_put(event, raw)
 
     def submit_put(self, event: ProcessCompleted, raw: bytes) -> asyncio.Future[bool]:
-        self.entered.set()
-        answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        write = asyncio.ensure_future(self._write_after_gate(event, raw, answer))
-        self._writes.add(write)
-        write.add_done_callback(self._writes.discard)
-        return answer
+        parent = super()
+        return self._after_gate(lambda: parent.put(event, raw))
 
-    async def _write_after_gate(
-        self, event: ProcessCompleted, raw: bytes, answer: asyncio.Future[bool]
-    ) -> None:
-        await self.gate.wait()
-        stored = await super().put(event, raw)
-        if not answer.done():
-            answer.set_result(stored)
+    def submit_put_claimed(
+        self, event: ProcessCompleted, raw: bytes, consumer: str
+    ) -> asyncio.Future[InboxEntry | None]:
+        parent = super()
+        return self._after_gate(lambda: parent.submit_put_claimed(event, raw, consumer))
+
+    def _after_gate(self, write: Callable[[], Awaitable[T]]) -> asyncio.Future[T]:
+        """Start ``write`` once the gate opens; the future gets its answer."""
+        self.entered.set()
+        answer: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+
+        async def gated() -> None:
+            await self.gate.wait()
+            value = await write()
+            if not answer.done():
+                answer.set_result(value)
+
+        task = asyncio.ensure_future(gated())
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+        return answer
 
 
 class SwitchableInbox(MemoryInbox):
@@ -175,6 +185,13 @@ class SwitchableInbox(MemoryInbox):
         if self.down:
             raise InboxUnavailableError("store switched off by the test")
         return super().submit_put(event, raw)
+
+    def submit_put_claimed(
+        self, event: ProcessCompleted, raw: bytes, consumer: str
+    ) -> asyncio.Future[InboxEntry | None]:
+        if self.down:
+            raise InboxUnavailableError("store switched off by the test")
+        return super().submit_put_claimed(event, raw, consumer)
 
     async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
         if self.down:

@@ -44,6 +44,7 @@ __all__ = [
     "PENDING_COUNT",
     "PRUNE_CONSUMERS",
     "PUT",
+    "PUT_CLAIMED",
     "REPLAY",
     "RESOLVE",
     "RETRY_LATER",
@@ -145,9 +146,7 @@ end
 
 # KEYS: common + dedup key.  ARGV: ttl, event, raw, received_at, dedup text.
 # The dedup claim and the XADD happen together or not at all: if XADD fails, the claim is undone.
-PUT: Final = (
-    _COMMON
-    + """
+_PUT = """
 if not redis.call('SET', KEYS[6], '1', 'NX', 'EX', ARGV[1]) then return false end
 local id = redis.pcall('XADD', stream, '*', 'event', ARGV[2], 'raw', ARGV[3], 'at', ARGV[4],
                        'key', ARGV[5])
@@ -156,7 +155,21 @@ if type(id) == 'table' and id.err then
   return id
 end
 touch(ARGV[1])
-return id
+"""
+PUT: Final = _COMMON + _PUT + "return id\n"
+
+# As PUT, then ARGV: group, consumer.  Hands the consumer the oldest entry no consumer has taken
+# (XREADGROUP: the new one unless others wait before it).  Returns false for a duplicate, else
+# {new id, then that entry's row: id, fields, attempts, last_error}.
+PUT_CLAIMED: Final = (
+    _COMMON
+    + _PUT
+    + """
+redis.pcall('XGROUP', 'CREATE', stream, ARGV[6], '0')
+local r = redis.call('XREADGROUP', 'GROUP', ARGV[6], ARGV[7], 'COUNT', 1, 'STREAMS', stream, '>')
+if not r then return redis.error_reply('the new entry was not handed out') end
+local e = r[1][2][1]
+return {id, e[1], e[2], redis.call('HINCRBY', attempts, e[1], 1), redis.call('HGET', errors, e[1])}
 """
 )
 
@@ -353,6 +366,7 @@ return n
 
 INBOX_SCRIPTS: Final = {
     "PUT": PUT,
+    "PUT_CLAIMED": PUT_CLAIMED,
     "CLAIM": CLAIM,
     "EXTEND": EXTEND,
     "ACK": ACK,

@@ -91,17 +91,40 @@ class MemoryInbox:
             answer.set_exception(exc)
         return answer
 
+    def submit_put_claimed(
+        self, event: ProcessCompleted, raw: bytes, consumer: str
+    ) -> asyncio.Future[InboxEntry | None]:
+        """:meth:`submit_put`, the new entry handed to ``consumer`` at once (``None``: a
+        duplicate)."""
+        consumer = check_consumer(consumer)
+        answer: asyncio.Future[InboxEntry | None] = asyncio.get_running_loop().create_future()
+        try:
+            record = self._store(event, raw)
+        except Exception as exc:
+            answer.set_exception(exc)
+            return answer
+        if record is not None:
+            record.claimed_by = consumer
+            record.claimed_at = record.received_at
+            record.attempts = 1
+        answer.set_result(None if record is None else record.entry())
+        return answer
+
     def _put(self, event: ProcessCompleted, raw: bytes) -> bool:
+        return self._store(event, raw) is not None
+
+    def _store(self, event: ProcessCompleted, raw: bytes) -> _Record | None:
         self._open()
         now = self.clock()
         self._forget_expired(now)
         key = event.dedup_key
         if key in self._keys:
-            return False
+            return None
         entry_id = str(next(self._ids))
         self._keys[key] = None
-        self._records[entry_id] = _Record(entry_id, key, event, bytes(raw), now, due_at=now)
-        return True
+        record = _Record(entry_id, key, event, bytes(raw), now, due_at=now)
+        self._records[entry_id] = record
+        return record
 
     async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
         consumer = check_consumer(consumer)

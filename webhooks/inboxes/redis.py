@@ -143,6 +143,60 @@ class RedisInbox:
         if not answer.done():
             answer.set_result(stored)
 
+    def submit_put_claimed(
+        self, event: ProcessCompleted, raw: bytes, consumer: str
+    ) -> asyncio.Future[InboxEntry | None]:
+        """:meth:`submit_put`, and in the same script the consumer group hands ``consumer`` the
+        oldest entry no consumer has taken: the new one, unless others wait before it.  The
+        future gets that entry, or ``None`` for a duplicate."""
+        consumer = check_consumer(consumer)
+        dedup = dedup_key_text(event)
+        body = bytes(raw)
+        received_at = time.time()
+        script = self._queued(
+            "PUT_CLAIMED",
+            [*self._keys.keys, self._keys.dedup(dedup)],
+            [
+                *(self._ttl, encode_event(event), body, repr(received_at), dedup),
+                *(_scripts.GROUP, consumer),
+            ],
+        )
+        answer: asyncio.Future[InboxEntry | None] = script.get_loop().create_future()
+
+        def answered(script: asyncio.Future[Any]) -> None:
+            try:
+                with translate_errors(InboxUnavailableError, InboxError, "inbox put", self._redis):
+                    reply = script.result()
+                    entry = (
+                        None if reply is None else self._handed_out(reply, event, body, received_at)
+                    )
+            except Exception as exc:
+                if not answer.done():
+                    answer.set_exception(exc)
+                return
+            if not answer.done():
+                answer.set_result(entry)
+
+        script.add_done_callback(answered)
+        return answer
+
+    @staticmethod
+    def _handed_out(
+        reply: list[Any], event: ProcessCompleted, raw: bytes, received_at: float
+    ) -> InboxEntry:
+        """The entry a PUT_CLAIMED script handed out: the new one is built from the event at
+        hand; an older one is read from its row."""
+        new_id, *row = reply
+        if row[0] != new_id:
+            return _scripts.parse_entry(row)
+        return InboxEntry(
+            id=new_id.decode(),
+            event=event,
+            raw=raw,
+            attempts=int(row[2]),
+            received_at=received_at,
+        )
+
     async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
         """Due retries and replays first, then abandoned claims, then new entries."""
         consumer = check_consumer(consumer)

@@ -11,7 +11,7 @@ import asyncio
 import os
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from operator import itemgetter
 from pathlib import Path
 
@@ -78,31 +78,68 @@ class SQLiteInbox:
         hung up, a timeout) never interrupts or undoes a commit.  Raises
         :class:`~webhooks.InboxUnavailableError` at once if the inbox is closed.
         """
-        key = dedup_key_text(event)
-        data = encode_event(event)
-        body = bytes(raw)
+        store = self._store_op(event, raw, None)
 
         def op(conn: sqlite3.Connection) -> bool:
-            now = time.time()
-            cur = conn.execute(
-                "INSERT INTO webhook_inbox (dedup_key, event, raw, state, received_at, due_at)"
-                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (dedup_key) DO NOTHING",
-                (key, data, body, db.PENDING, now, now),
-            )
-            if cur.rowcount == 1:
-                return True
-            # A finished key past its retention is free again (the purge may not have run yet).
-            cur = conn.execute(
-                "UPDATE webhook_inbox SET event = ?, raw = ?, state = ?, attempts = 0,"
-                " last_error = NULL, received_at = ?, due_at = ?, claimed_by = NULL,"
-                " claimed_at = NULL, finished_at = NULL"
-                " WHERE dedup_key = ? AND state = ? AND finished_at < ?",
-                (data, body, db.PENDING, now, now, key, db.DONE, now - self.dedup_retention),
-            )
-            return cur.rowcount == 1
+            return store(conn) is not None
 
         # One statement writes (the UPDATE runs only when the INSERT changed nothing).
         return self._db.submit(op, db.STATEMENT)
+
+    def submit_put_claimed(
+        self, event: ProcessCompleted, raw: bytes, consumer: str
+    ) -> asyncio.Future[InboxEntry | None]:
+        """:meth:`submit_put`, the new row stored already claimed by ``consumer``: the future
+        gets its entry after the commit (``None``: a duplicate)."""
+        store = self._store_op(event, raw, check_consumer(consumer))
+        body = bytes(raw)
+
+        def op(conn: sqlite3.Connection) -> InboxEntry | None:
+            stored = store(conn)
+            if stored is None:
+                return None
+            entry_id, received_at = stored
+            return InboxEntry(
+                id=str(entry_id), event=event, raw=body, attempts=1, received_at=received_at
+            )
+
+        return self._db.submit(op, db.STATEMENT)
+
+    def _store_op(
+        self, event: ProcessCompleted, raw: bytes, consumer: str | None
+    ) -> Callable[[sqlite3.Connection], tuple[int, float] | None]:
+        """The put of ``event`` as a function of the connection: the new row's id and receive
+        time, or ``None`` for a duplicate.  With a ``consumer``, the row is stored claimed by it
+        (its first hand-out)."""
+        key = dedup_key_text(event)
+        data = encode_event(event)
+        body = bytes(raw)
+        attempts = 0 if consumer is None else 1
+
+        def store(conn: sqlite3.Connection) -> tuple[int, float] | None:
+            now = time.time()
+            claimed_at = None if consumer is None else now
+            row = conn.execute(
+                "INSERT INTO webhook_inbox (dedup_key, event, raw, state, received_at, due_at,"
+                " claimed_by, claimed_at, attempts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (dedup_key) DO NOTHING RETURNING id",
+                (key, data, body, db.PENDING, now, now, consumer, claimed_at, attempts),
+            ).fetchone()
+            if row is None:
+                # A finished key past its retention is free again (the purge may not have run).
+                row = conn.execute(
+                    "UPDATE webhook_inbox SET event = ?, raw = ?, state = ?, attempts = ?,"
+                    " last_error = NULL, received_at = ?, due_at = ?, claimed_by = ?,"
+                    " claimed_at = ?, finished_at = NULL"
+                    " WHERE dedup_key = ? AND state = ? AND finished_at < ? RETURNING id",
+                    (
+                        *(data, body, db.PENDING, attempts, now, now, consumer, claimed_at),
+                        *(key, db.DONE, now - self.dedup_retention),
+                    ),
+                ).fetchone()
+            return None if row is None else (int(row[0]), now)
+
+        return store
 
     async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
         consumer = check_consumer(consumer)
