@@ -79,9 +79,8 @@ An inbox holds accepted ``process.completed`` events until a worker has finished
 ``close()``
     Releases connections and threads.  Idempotent.  Pending entries stay in durable backends.
 
-Put and claim in one step (optional: :class:`ClaimingInbox`, kept by the memory, SQLite and Redis
-inboxes)
------------------------------------------------------------------------------------------------
+Put and claim in one step (optional: :class:`ClaimingInbox`, kept by every inbox of the package)
+-------------------------------------------------------------------------------------------------
 
 ``submit_put_claimed(event, raw, consumer)``
     :meth:`Inbox.submit_put`, and a new entry is handed to ``consumer`` in the same step, as

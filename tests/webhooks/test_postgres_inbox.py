@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
-from inbox_contract import CLAIM_TIMEOUT, InboxContract, claim_eventually, event
+from inbox_contract import CLAIM_TIMEOUT, ClaimingInboxContract, claim_eventually, event
 
 from asyncsdk import ConfigurationError
 from webhooks import (
@@ -24,7 +24,7 @@ from webhooks import (
 pytestmark = pytest.mark.postgres
 
 
-class TestPostgresInbox(InboxContract):
+class TestPostgresInbox(ClaimingInboxContract):
     @pytest.fixture
     async def inbox(self, postgres_dsn: str, postgres_schema: str) -> AsyncIterator[Inbox]:
         inbox = PostgresInbox(postgres_dsn, schema=postgres_schema, claim_timeout=CLAIM_TIMEOUT)

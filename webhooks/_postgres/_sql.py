@@ -80,20 +80,23 @@ class InboxSQL:
     def __init__(self, schema: str) -> None:
         t = f"{_quoted(schema)}.inbox"
         entry = "id, event, raw, attempts, last_error, extract(epoch FROM received_at)::float8"
-        # Rows of distinct keys, given as three arrays: a new key inserts; a finished key past
-        # its retention ($4 seconds) is taken again; any other held key returns no row (a
-        # duplicate).  Concurrent puts of one key wait for the first one's commit, so exactly one
-        # of them gets a row.
+        # Rows of distinct keys, given as four arrays (the last: the consumer a row is handed
+        # to at once, or NULL): a new key inserts; a finished key past its retention ($4
+        # seconds) is taken again; any other held key returns no row (a duplicate).  Concurrent
+        # puts of one key wait for the first one's commit, so exactly one of them gets a row.
         self.put = (
-            f"INSERT INTO {t} AS t (dedup_key, event, raw)"
-            " SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[])"
+            f"INSERT INTO {t} AS t (dedup_key, event, raw, claimed_by, claimed_at, attempts)"
+            " SELECT k, e, r, c, CASE WHEN c IS NULL THEN NULL ELSE clock_timestamp() END,"
+            " CASE WHEN c IS NULL THEN 0 ELSE 1 END"
+            " FROM unnest($1::text[], $2::bytea[], $3::bytea[], $5::text[]) AS u (k, e, r, c)"
             " ON CONFLICT (dedup_key) DO UPDATE SET event = EXCLUDED.event, raw = EXCLUDED.raw,"
-            f" state = '{PENDING}', attempts = 0, last_error = NULL,"
-            " received_at = clock_timestamp(), due_at = clock_timestamp(), claimed_by = NULL,"
-            " claimed_at = NULL, finished_at = NULL"
+            f" state = '{PENDING}', attempts = EXCLUDED.attempts, last_error = NULL,"
+            " received_at = clock_timestamp(), due_at = clock_timestamp(),"
+            " claimed_by = EXCLUDED.claimed_by, claimed_at = EXCLUDED.claimed_at,"
+            " finished_at = NULL"
             f" WHERE t.state = '{DONE}'"
             " AND t.finished_at < clock_timestamp() - make_interval(secs => $4)"
-            " RETURNING dedup_key"
+            " RETURNING dedup_key, id, extract(epoch FROM received_at)::float8"
         )
         # Oldest due first; rows another consumer is claiming or acking right now are skipped
         # rather than waited for.  A claim older than $3 seconds counts as abandoned.

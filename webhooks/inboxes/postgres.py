@@ -39,7 +39,7 @@ from webhooks._postgres._connect import (
     translate_errors,
     where,
 )
-from webhooks._postgres._puts import PutBatcher, Row
+from webhooks._postgres._puts import PutBatcher, Row, Stored
 from webhooks._postgres._writes import PostgresWrites, Step
 
 if TYPE_CHECKING:
@@ -112,7 +112,29 @@ class PostgresInbox:
         at once if the inbox is closed; :meth:`close` waits for puts already queued.
         """
         self._check_open()
-        return self._puts.submit((dedup_key_text(event), encode_event(event), bytes(raw)))
+        row = (dedup_key_text(event), encode_event(event), bytes(raw), None)
+        return self._puts.submit(row, _is_stored)
+
+    def submit_put_claimed(
+        self, event: ProcessCompleted, raw: bytes, consumer: str
+    ) -> asyncio.Future[InboxEntry | None]:
+        """:meth:`submit_put`, the new row stored already claimed by ``consumer`` (in the same
+        batch as other puts): the future gets its entry after the commit (``None``: a
+        duplicate)."""
+        consumer = check_consumer(consumer)
+        self._check_open()
+        body = bytes(raw)
+
+        def entry_of(stored: Stored | None) -> InboxEntry | None:
+            if stored is None:
+                return None
+            entry_id, received_at = stored
+            return InboxEntry(
+                id=str(entry_id), event=event, raw=body, attempts=1, received_at=received_at
+            )
+
+        row = (dedup_key_text(event), encode_event(event), body, consumer)
+        return self._puts.submit(row, entry_of)
 
     async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
         """Due entries, oldest first, and those whose claim lapsed."""
@@ -268,8 +290,9 @@ class PostgresInbox:
 
     # -- internals ------------------------------------------------------------------------------
 
-    async def _store(self, rows: Sequence[Row]) -> set[str]:
-        """Store rows of distinct keys in one statement; the keys stored (the rest are held)."""
+    async def _store(self, rows: Sequence[Row]) -> dict[str, Stored]:
+        """Store rows of distinct keys in one statement; the keys stored (the rest are held),
+        each with its entry's id and receive time."""
         with translate_errors(InboxUnavailableError, InboxError, "inbox put", self.dsn):
             pool = await self._ready_pool()
             stored = await pool.fetch(
@@ -278,8 +301,9 @@ class PostgresInbox:
                 [row[1] for row in rows],
                 [row[2] for row in rows],
                 float(self.retention),
+                [row[3] for row in rows],
             )
-        return {record[0] for record in stored}
+        return {record[0]: (record[1], record[2]) for record in stored}
 
     def _check_open(self) -> None:
         if self._closed:
@@ -339,3 +363,7 @@ async def _reset_after_user_code(conn: asyncpg.pool.PoolConnectionProxy[asyncpg.
     except Exception:
         conn.terminate()
         raise
+
+
+def _is_stored(stored: Stored | None) -> bool:
+    return stored is not None
