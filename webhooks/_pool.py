@@ -101,7 +101,7 @@ class WorkerPool:
     """Claimed entries left waiting below which a worker asks the feeder for more."""
     _claiming: ClaimingInbox | None = attrs.field(default=None, init=False)
     """The inbox, when it can store an event and hand it to this pool in one step."""
-    _puts_claiming: int = attrs.field(default=0, init=False)
+    _claimed_puts: set[asyncio.Future[InboxEntry | None]] = attrs.field(factory=set, init=False)
     """Puts on their way that will hand their entry to this pool."""
 
     def __attrs_post_init__(self) -> None:
@@ -149,11 +149,11 @@ class WorkerPool:
         that arrives when the workers keep up (benchmark line: receiver, 128 conns, paced,
         server CPU per request against the hand-written handlers)."""
         inbox = self._claiming
-        held = len(self._running) + len(self._ready) + self._puts_claiming
+        held = len(self._running) + len(self._ready) + len(self._claimed_puts)
         if inbox is None or self._stopping or held >= self.workers:
             return self.inbox.submit_put(event, raw)
         put = inbox.submit_put_claimed(event, raw, self.consumer)
-        self._puts_claiming += 1
+        self._claimed_puts.add(put)
         answer: asyncio.Future[bool] = put.get_loop().create_future()
         put.add_done_callback(functools.partial(self._put_claimed, answer))
         return answer
@@ -163,7 +163,7 @@ class WorkerPool:
     ) -> None:
         """Queue the entry a put handed to this pool, whatever became of ``answer`` (a caller
         that stopped waiting), and pass the put's answer on."""
-        self._puts_claiming -= 1
+        self._claimed_puts.discard(put)
         if put.cancelled():
             answer.cancel()
             return
@@ -221,7 +221,10 @@ class WorkerPool:
                 task.cancel()
             await asyncio.wait(late)
         await self._acks_sent(max(_RELEASE_TIMEOUT, deadline - (time.monotonic() - started)))
-        await self._release_ready()  # entries that puts under way handed over meanwhile
+        # Puts under way when the receiver stopped hand their entries over: give them back too.
+        if self._claimed_puts:
+            await asyncio.wait(set(self._claimed_puts), timeout=_RELEASE_TIMEOUT)
+        await self._release_ready()
 
     async def _acks_sent(self, timeout: float) -> None:
         """Wait for the acks of finished entries; an ack still unsent is left to the claim

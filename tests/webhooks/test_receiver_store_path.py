@@ -88,6 +88,26 @@ async def test_a_store_slower_than_put_timeout_answers_503_and_still_stores_once
     assert seen.ids == ["p-1"]
 
 
+async def test_an_entry_stored_while_the_receiver_stops_is_handed_back_at_once() -> None:
+    # The put started while a worker was free, so it hands its entry to this receiver; the
+    # receiver stops before the write is done.  Once it is, the entry goes back to the inbox at
+    # once, for another node, rather than after the claim times out (a minute).
+    inbox = GatedInbox()
+    receiver = make(inbox, put_timeout=5.0, close_inbox=False)
+    async with serve(receiver) as client:
+        post = asyncio.create_task(client.post(HOOK, data=encode(payload("p-1")), headers=JSON))
+        async with asyncio.timeout(10):
+            await inbox.entered.wait()
+        stopping = asyncio.create_task(receiver.stop())
+        await asyncio.sleep(0.05)
+        inbox.gate.set()
+        await stopping
+        assert await (await post).json() == {"status": "accepted"}
+    (entry,) = await inbox.claim_batch("another-node", 10)
+    assert entry.event.process_id == "p-1"
+    assert entry.last_error == "the receiver stopped before the entry started"
+
+
 async def test_a_deadline_per_request_each_counted_from_its_own_start() -> None:
     inbox = GatedInbox()
     receiver = make(inbox, put_timeout=0.2)
