@@ -88,7 +88,8 @@ Put and claim in one step (optional: :class:`ClaimingInbox`, kept by every inbox
     ``None`` for a duplicate.  An inbox that hands out new entries in arrival order only (Redis)
     hands out the oldest entry no consumer has taken yet, which is the new one unless others wait
     before it.  The receiver stores a delivery this way while one of its workers is free, so that
-    the event reaches the worker without a claim round trip.
+    the event reaches the worker without a claim round trip.  The entry is held from the write
+    on: a caller that drops the future leaves it claimed until ``claim_timeout``.
 
 Atomic handler writes (optional: :class:`AtomicInbox`, kept by :class:`RedisInbox`)
 ----------------------------------------------------------------------------------
@@ -171,7 +172,8 @@ class InboxEntry:
     raw: bytes
     """The request body exactly as received."""
     attempts: int = 0
-    """Times the entry has been handed out by ``claim_batch`` (this hand-out included)."""
+    """Times the entry has been handed out, by ``claim_batch`` or a claimed put (this hand-out
+    included)."""
     last_error: str | None = None
     """The error recorded by the last ``retry_later``/``dead_letter``, if any."""
     received_at: float = 0.0

@@ -3,9 +3,9 @@
 In order, and never slower than the store's commit: a token in the path (before a byte of the
 body is read), body-size cap (Content-Length, then while
 reading), content type, raw body, verification, parsing, optional process filter, backpressure,
-then one atomic dedup claim + durable persist (``inbox.submit_put``, which neither a client that
-hangs up nor the ``put_timeout`` deadline interrupts: they only stop the request waiting for it)
-and the 2xx.  Handlers never run here; the worker pool runs them from the inbox.
+then one atomic dedup claim + durable persist (the pool's ``submit_put``, which neither a client
+that hangs up nor the ``put_timeout`` deadline interrupts: they only stop the request waiting for
+it) and the 2xx.  Handlers never run here; the worker pool runs them from the inbox.
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ import attrs
 from asyncsdk import ProcessCompleted
 from webhooks._contract import ClaimingInbox, Inbox, InboxEntry, ProcessClient, ResultSink
 from webhooks._dispatch import Dispatcher, HandlerSpec, RetryPolicy
+from webhooks._errors import InboxUnavailableError
 from webhooks._metrics import Metrics
 from webhooks._observe import NO_RECEIVER_TELEMETRY, ReceiverTelemetry
 
@@ -46,12 +47,12 @@ _RELEASE_TIMEOUT: Final = 5.0
 _BURST: Final = 16
 """Entries a worker runs back to back without suspending before it yields to the event loop."""
 _PACE_WEIGHT: Final = 0.05
+"""Weight of the latest entry in the moving average of the time per entry."""
 _ACK_GATHER: Final = 0.02
 """Seconds the acker waits for more finished entries before it sends their acks in one go.  At
 a steady pace each ack would otherwise be a write of its own (a transaction, a script call); the
 entries stay held, their claims renewed, meanwhile.  Benchmark line: receiver, 128 conns, paced,
 server CPU per request against the hand-written handler's."""
-"""Weight of the latest entry in the moving average of the time per entry."""
 
 
 @attrs.define(kw_only=True, eq=False)
@@ -103,6 +104,9 @@ class WorkerPool:
     """The inbox, when it can store an event and hand it to this pool in one step."""
     _claimed_puts: set[asyncio.Future[InboxEntry | None]] = attrs.field(factory=set, init=False)
     """Puts on their way that will hand their entry to this pool."""
+    _stopped: bool = attrs.field(default=False, init=False)
+    """:meth:`stop` has handed back what it held; a later hand-over goes back at once."""
+    _handing_back: set[asyncio.Task[None]] = attrs.field(factory=set, init=False)
 
     def __attrs_post_init__(self) -> None:
         if isinstance(self.inbox, ClaimingInbox):
@@ -165,7 +169,8 @@ class WorkerPool:
         that stopped waiting), and pass the put's answer on."""
         self._claimed_puts.discard(put)
         if put.cancelled():
-            answer.cancel()
+            if not answer.done():
+                answer.set_exception(InboxUnavailableError("the put was cancelled"))
             return
         failure = put.exception()
         if failure is not None:
@@ -173,16 +178,32 @@ class WorkerPool:
                 answer.set_exception(failure)
             return
         entry = put.result()
-        if entry is not None:
-            self._take(entry)
+        # The answer first: the request counts the new entry (``stored``) before a worker can
+        # finish it.
         if not answer.done():
             answer.set_result(entry is not None)
+        if entry is not None:
+            self._take(entry)
 
     def _take(self, entry: InboxEntry) -> None:
-        """Queue an entry handed to this pool for the next free worker (once stopping, for
-        :meth:`stop` to hand back)."""
+        """Queue an entry handed to this pool for the next free worker; once stopping, for
+        :meth:`stop` to hand back, or, after it, handed back at once."""
+        if self._stopped:
+            task = asyncio.get_running_loop().create_task(
+                self._hand_back(entry), name="webhooks-hand-back"
+            )
+            self._handing_back.add(task)
+            task.add_done_callback(self._handing_back.discard)
+            return
         self._ready.append(entry)
         self._wake_workers(1)
+
+    async def _hand_back(self, entry: InboxEntry) -> None:
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(_RELEASE_TIMEOUT):
+                await self.inbox.retry_later(
+                    entry.id, "the receiver stopped before the entry started", 0.0
+                )
 
     @property
     def in_flight(self) -> int:
@@ -224,6 +245,7 @@ class WorkerPool:
         # Puts under way when the receiver stopped hand their entries over: give them back too.
         if self._claimed_puts:
             await asyncio.wait(set(self._claimed_puts), timeout=_RELEASE_TIMEOUT)
+        self._stopped = True  # a put done later hands its entry back itself
         await self._release_ready()
 
     async def _acks_sent(self, timeout: float) -> None:
@@ -300,6 +322,10 @@ class WorkerPool:
             if len(batch) < limit:
                 # Nothing more is due: sleep until a new event, a worker or the next tick.
                 await self._wake.wait()
+            else:
+                # A full batch: more may be due than this process counts (stored by another
+                # node, handed back, abandoned), so the next worker that runs low claims again.
+                self._poll = True
 
     def _wake_workers(self, count: int) -> None:
         """Wake up to ``count`` idle workers (one per queued entry, not all of them)."""

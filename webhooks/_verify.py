@@ -84,6 +84,8 @@ class TokenVerifier:
     _tokens: tuple[bytes, ...]
     header: str | None
     in_path: bool
+    _path_tokens: tuple[str, ...] = attrs.field(eq=False)
+    """The tokens as text, for :attr:`path_tokens` (read on every delivery)."""
 
     def __init__(
         self,
@@ -107,7 +109,10 @@ class TokenVerifier:
         if header is None and not in_path:
             raise ConfigurationError("TokenVerifier needs in_path=True or a header name")
         self.__attrs_init__(
-            tuple(t.encode() for t in items), header.lower() if header else None, in_path
+            tuple(t.encode() for t in items),
+            header.lower() if header else None,
+            in_path,
+            items if in_path else (),
         )
 
     def __repr__(self) -> str:
@@ -119,7 +124,7 @@ class TokenVerifier:
     @property
     def path_tokens(self) -> tuple[str, ...]:
         """The tokens a delivery may carry in its path (none with ``in_path=False``)."""
-        return tuple(t.decode() for t in self._tokens) if self.in_path else ()
+        return self._path_tokens
 
     def verify(self, delivery: Delivery) -> Rejection | None:
         candidates: list[str] = []

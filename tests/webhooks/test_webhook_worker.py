@@ -241,3 +241,22 @@ async def test_an_inbox_without_claiming_puts_costs_one_claim_per_event() -> Non
     assert not isinstance(own, ClaimingInbox)
     assert await trickle(own, 10) == [f"p-{n}" for n in range(10)]
     assert len(inbox.claim_limits) == 1 + 10
+
+
+async def test_a_full_claim_is_followed_by_another_while_entries_wait() -> None:
+    # Twenty entries stored by another node, which this receiver does not count; one delivery of
+    # its own sets off a claim, which comes back full (two workers).  More may be due, so the
+    # workers that run low claim again, without waiting for a tick (a minute away).
+    inbox = PacedInbox()
+    receiver = WebhookReceiver(
+        inbox=OwnInbox(inbox), verifier=NoVerification(), workers=2, poll_interval=60.0
+    )
+    seen = Recorder()
+    receiver.add_handler(seen)
+    async with serve(receiver) as client:
+        await wait_until(lambda: len(inbox.claim_limits) == 1, "the claim at start")
+        await store(inbox, 20)
+        response = await client.post("/hooks/", data=encode(payload("mine")), headers=JSON)
+        assert response.status == 200
+        await wait_until(lambda: receiver.metrics.processed == 21, "every entry handled")
+    assert sorted(seen.ids) == sorted(["mine", *(f"p-{n}" for n in range(20))])

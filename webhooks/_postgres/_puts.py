@@ -34,7 +34,8 @@ Stored = tuple[int, float]
 """What a batch answers for a row it stored: the entry's id and its receive time (Unix)."""
 
 Store = Callable[[Sequence[Row]], Awaitable[Mapping[str, Stored]]]
-"""Stores rows with distinct keys in one transaction; answers the keys it stored."""
+"""Stores rows with distinct keys in one transaction; answers each key it stored, with what it
+stored."""
 
 _Queued = tuple[Row, "asyncio.Future[Any]", Callable[[Stored | None], Any]]
 """A put waiting for the next batch: its row, its caller's future, and how that future's answer

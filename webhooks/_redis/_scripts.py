@@ -167,9 +167,16 @@ PUT_CLAIMED: Final = (
     + """
 redis.pcall('XGROUP', 'CREATE', stream, ARGV[6], '0')
 local r = redis.call('XREADGROUP', 'GROUP', ARGV[6], ARGV[7], 'COUNT', 1, 'STREAMS', stream, '>')
-if not r then return redis.error_reply('the new entry was not handed out') end
+if not r then
+  -- Only if the group was moved past the new entry: undo the put rather than half-succeed.
+  redis.call('XDEL', stream, id)
+  redis.call('DEL', KEYS[6])
+  return redis.error_reply('the new entry could not be handed out')
+end
 local e = r[1][2][1]
-return {id, e[1], e[2], redis.call('HINCRBY', attempts, e[1], 1), redis.call('HGET', errors, e[1])}
+local n = redis.call('HINCRBY', attempts, e[1], 1)
+touch(ARGV[1])
+return {id, e[1], e[2], n, redis.call('HGET', errors, e[1])}
 """
 )
 
