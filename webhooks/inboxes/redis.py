@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import attrs
 
@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 
 
 __all__ = ["RedisInbox"]
+
+T = TypeVar("T")
 
 _PRUNE_EVERY: Final = 60.0
 """Seconds between sweeps of consumers that hold nothing (crashed or renamed workers)."""
@@ -128,20 +130,23 @@ class RedisInbox:
             [self._ttl, encode_event(event), bytes(raw), repr(time.time()), dedup],
         )
         answer: asyncio.Future[bool] = script.get_loop().create_future()
-        script.add_done_callback(functools.partial(self._put_answered, answer))
+        script.add_done_callback(functools.partial(self._pass_on, answer, _is_stored))
         return answer
 
-    def _put_answered(self, answer: asyncio.Future[bool], script: asyncio.Future[Any]) -> None:
-        """Pass a PUT script's reply (the new entry's id, or nil for a duplicate) to ``answer``."""
+    def _pass_on(
+        self, answer: asyncio.Future[T], read: Callable[[Any], T], script: asyncio.Future[Any]
+    ) -> None:
+        """Pass a put script's reply (``None`` for a duplicate), as ``read`` makes it, to
+        ``answer``; Redis' errors translated."""
         try:
             with translate_errors(InboxUnavailableError, InboxError, "inbox put", self._redis):
-                stored = script.result() is not None
+                value = read(script.result())
         except Exception as exc:
             if not answer.done():
                 answer.set_exception(exc)
             return
         if not answer.done():
-            answer.set_result(stored)
+            answer.set_result(value)
 
     def submit_put_claimed(
         self, event: ProcessCompleted, raw: bytes, consumer: str
@@ -163,21 +168,10 @@ class RedisInbox:
         )
         answer: asyncio.Future[InboxEntry | None] = script.get_loop().create_future()
 
-        def answered(script: asyncio.Future[Any]) -> None:
-            try:
-                with translate_errors(InboxUnavailableError, InboxError, "inbox put", self._redis):
-                    reply = script.result()
-                    entry = (
-                        None if reply is None else self._handed_out(reply, event, body, received_at)
-                    )
-            except Exception as exc:
-                if not answer.done():
-                    answer.set_exception(exc)
-                return
-            if not answer.done():
-                answer.set_result(entry)
+        def handed_out(reply: Any) -> InboxEntry | None:
+            return None if reply is None else self._handed_out(reply, event, body, received_at)
 
-        script.add_done_callback(answered)
+        script.add_done_callback(functools.partial(self._pass_on, answer, handed_out))
         return answer
 
     @staticmethod
@@ -436,3 +430,8 @@ class RedisInbox:
         self._next_prune = now + _PRUNE_EVERY
         idle_ms = round(max(_PRUNE_IDLE, 10 * self.claim_timeout) * 1000)
         await self._run("PRUNE_CONSUMERS", self._keys.keys, [_scripts.GROUP, idle_ms])
+
+
+def _is_stored(reply: Any) -> bool:
+    """A PUT script's reply: the new entry's id, or ``None`` for a duplicate."""
+    return reply is not None
