@@ -14,9 +14,8 @@ running and queued entries so that none is handed to a second worker.
 
 A worker hands each entry to the :class:`~webhooks._dispatch.Dispatcher` (fetch-back, the result
 sink, the handlers, the verdict).  When all handlers succeed the worker does not wait for the ack
-to start its next entry: one acker task sends the acks that gather over ``_ACK_GATHER`` seconds
-and while the previous ones are on the wire together in one ``ack_many``, and the entries stay
-held, their claims renewed, until their ack is done.
+to start its next entry: the :class:`~webhooks._acker.Acker` sends the acks that gather meanwhile
+together, and the entries stay held, their claims renewed, until their ack is done.
 """
 
 from __future__ import annotations
@@ -28,11 +27,13 @@ import logging
 import time
 import uuid
 from collections import deque
+from collections.abc import Sequence
 from typing import Final
 
 import attrs
 
 from asyncsdk import ProcessCompleted
+from webhooks._acker import Acker
 from webhooks._contract import ClaimingInbox, Inbox, InboxEntry, ProcessClient, ResultSink
 from webhooks._dispatch import Dispatcher, HandlerSpec, RetryPolicy
 from webhooks._errors import InboxUnavailableError
@@ -48,11 +49,6 @@ _BURST: Final = 16
 """Entries a worker runs back to back without suspending before it yields to the event loop."""
 _PACE_WEIGHT: Final = 0.05
 """Weight of the latest entry in the moving average of the time per entry."""
-_ACK_GATHER: Final = 0.02
-"""Seconds the acker waits for more finished entries before it sends their acks in one go.  At
-a steady pace each ack would otherwise be a write of its own (a transaction, a script call); the
-entries stay held, their claims renewed, meanwhile.  Benchmark line: receiver, 128 conns, paced,
-server CPU per request against the hand-written handler's."""
 
 
 @attrs.define(kw_only=True, eq=False)
@@ -89,11 +85,7 @@ class WorkerPool:
     _heartbeat: asyncio.Task[None] | None = attrs.field(default=None, init=False)
     _stopping: bool = attrs.field(default=False, init=False)
     _dispatcher: Dispatcher = attrs.field(init=False)
-    _to_ack: list[str] = attrs.field(factory=list, init=False)
-    """Finished entries whose ack the acker has not sent yet."""
-    _acking: set[str] = attrs.field(factory=set, init=False)
-    """Finished entries, held until their ack is done (queued or on the wire)."""
-    _acker: asyncio.Task[None] | None = attrs.field(default=None, init=False)
+    _acker: Acker = attrs.field(init=False)
     _pace: float = attrs.field(default=0.0, init=False)
     """Seconds a worker spends on an entry, as a moving average (0 until one finishes)."""
     _claim_time: float = attrs.field(default=0.0, init=False)
@@ -111,12 +103,13 @@ class WorkerPool:
     def __attrs_post_init__(self) -> None:
         if isinstance(self.inbox, ClaimingInbox):
             self._claiming = self.inbox
+        self._acker = Acker(inbox=self.inbox, acked=self._acked)
         self._dispatcher = Dispatcher(
             inbox=self.inbox,
             handlers=self.handlers,
             metrics=self.metrics,
             consumer=self.consumer,
-            ack_soon=self._ack_soon,
+            ack_soon=self._acker.ack_soon,
             settled=self._settled,
             stored=self.stored,
             handler_timeout=self.handler_timeout,
@@ -208,7 +201,7 @@ class WorkerPool:
     @property
     def in_flight(self) -> int:
         """Entries this process holds: claimed and waiting, running, or finished and being acked."""
-        return len(self._running) + len(self._ready) + len(self._acking)
+        return len(self._running) + len(self._ready) + len(self._acker.held)
 
     def oldest_received_at(self) -> float | None:
         """When the oldest entry this process holds (queued or running) was received."""
@@ -241,27 +234,12 @@ class WorkerPool:
             for task in late:
                 task.cancel()
             await asyncio.wait(late)
-        await self._acks_sent(max(_RELEASE_TIMEOUT, deadline - (time.monotonic() - started)))
+        await self._acker.sent(max(_RELEASE_TIMEOUT, deadline - (time.monotonic() - started)))
         # Puts under way when the receiver stopped hand their entries over: give them back too.
         if self._claimed_puts:
             await asyncio.wait(set(self._claimed_puts), timeout=_RELEASE_TIMEOUT)
         self._stopped = True  # a put done later hands its entry back itself
         await self._release_ready()
-
-    async def _acks_sent(self, timeout: float) -> None:
-        """Wait for the acks of finished entries; an ack still unsent is left to the claim
-        timeout (the entry is handed out again: at least once)."""
-        acker = self._acker
-        if acker is None:
-            return
-        _, late = await asyncio.wait([acker], timeout=timeout)
-        if late:
-            logger.warning(
-                "%d webhook ack(s) not done at shutdown; those events will be handled again",
-                len(self._acking),
-            )
-            acker.cancel()
-            await asyncio.wait(late)
 
     async def _release_ready(self) -> None:
         """Hand back the claimed entries no worker started, so any process can take them now."""
@@ -291,7 +269,7 @@ class WorkerPool:
             held = len(self._running) + len(self._ready)
             free = self.workers - held
             # More unfinished entries than this process holds: claim a batch in reserve.
-            unseen = self.backlog > held + len(self._acking)
+            unseen = self.backlog > held + len(self._acker.held)
             reserve = self._reserve() if unseen else 0
             self._low_water = max(self.workers, reserve // 2)
             limit = free + reserve
@@ -313,7 +291,7 @@ class WorkerPool:
             self._claim_time = loop.time() - started
             queued = {entry.id for entry in self._ready}
             for entry in batch:
-                if entry.id in self._running or entry.id in queued or entry.id in self._acking:
+                if entry.id in self._running or entry.id in queued or entry.id in self._acker.held:
                     # Our own claim lapsed (renewal failed) and came back to us: it is held.
                     continue
                 self._ready.append(entry)
@@ -383,7 +361,7 @@ class WorkerPool:
         last_count = time.monotonic()
         while True:
             await asyncio.sleep(interval)
-            held = [*self._running, *(entry.id for entry in self._ready), *self._acking]
+            held = [*self._running, *(entry.id for entry in self._ready), *self._acker.held]
             if held:
                 try:
                     await self.inbox.extend(self.consumer, held)
@@ -413,38 +391,10 @@ class WorkerPool:
             # times out and the entry is handed out again.
             logger.exception("webhook inbox failed while finishing entry %s", entry.id)
 
-    def _ack_soon(self, entry_id: str) -> None:
-        """Queue the ack of a finished entry for the acker, which sends what gathers meanwhile in
-        one go; the entry stays held (its claim renewed) until the ack is done."""
-        self._to_ack.append(entry_id)
-        self._acking.add(entry_id)
-        if self._acker is None:
-            self._acker = asyncio.get_running_loop().create_task(
-                self._send_acks(), name="webhooks-acker"
-            )
-
-    async def _send_acks(self) -> None:
-        try:
-            await asyncio.sleep(_ACK_GATHER)
-            while self._to_ack:
-                ids, self._to_ack = self._to_ack, []
-                try:
-                    await self.inbox.ack_many(ids)
-                except Exception:
-                    # The claims time out and the entries are handed out again (at least once).
-                    logger.exception(
-                        "acking %d webhook event(s) failed; they will be handled again", len(ids)
-                    )
-                else:
-                    self.metrics.processed += len(ids)
-                    self.backlog = max(0, self.backlog - len(ids))
-                    self._dispatcher.forget(ids)
-                finally:
-                    self._acking.difference_update(ids)
-        finally:
-            self._acker = None
-            self._acking.difference_update(self._to_ack)
-            self._to_ack = []
+    def _acked(self, ids: Sequence[str]) -> None:
+        self.metrics.processed += len(ids)
+        self.backlog = max(0, self.backlog - len(ids))
+        self._dispatcher.forget(ids)
 
     def _settled(self) -> None:
         self.backlog = max(0, self.backlog - 1)

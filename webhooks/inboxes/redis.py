@@ -37,6 +37,7 @@ from webhooks._redis._connect import (
     translate_errors,
     whole_seconds,
 )
+from webhooks._redis._pipeline import ScriptPipeline
 from webhooks._redis._writes import Arg, RedisWrites, encode_writes
 
 if TYPE_CHECKING:
@@ -52,10 +53,6 @@ _PRUNE_EVERY: Final = 60.0
 """Seconds between sweeps of consumers that hold nothing (crashed or renamed workers)."""
 _PRUNE_IDLE: Final = 3600.0
 """A consumer idle this long and holding nothing is dropped from the group."""
-
-
-# A script call waiting for the next pipeline: script name, keys, args, and the caller's answer.
-_Queued = tuple[str, list[str], list[Any], "asyncio.Future[Any]"]
 
 
 @attrs.define(eq=False)
@@ -90,9 +87,8 @@ class RedisInbox:
     _scripts: dict[str, AsyncScript] = attrs.field(init=False, factory=dict)
     _closed: bool = attrs.field(default=False, init=False)
     _next_prune: float = attrs.field(default=0.0, init=False)
-    # Puts and acks waiting for the next pipeline, and the task sending them (see put).
-    _queue: list[_Queued] = attrs.field(factory=list, init=False)
-    _sender: asyncio.Task[None] | None = attrs.field(default=None, init=False)
+    _pipeline: ScriptPipeline = attrs.field(init=False)
+    """Sends puts, claims and acks made close together in one round trip."""
 
     def __attrs_post_init__(self) -> None:
         require_redis()
@@ -108,6 +104,7 @@ class RedisInbox:
         self._keys = _scripts.InboxKeys(self.prefix)
         for name, script in {**_scripts.INBOX_SCRIPTS, **ADMIN_SCRIPTS}.items():
             self._scripts[name] = self._redis.register_script(script)
+        self._pipeline = ScriptPipeline(self._redis, self._scripts)
 
     # -- the Inbox contract -----------------------------------------------------------------
 
@@ -330,8 +327,7 @@ class RedisInbox:
         if self._closed:
             return
         self._closed = True
-        if self._sender is not None:  # the queued puts and acks go out first
-            await asyncio.wait([self._sender])
+        await self._pipeline.sent()  # the queued puts and acks go out first
         if self.client is None:
             await self._redis.aclose()
 
@@ -357,12 +353,7 @@ class RedisInbox:
     def _queued(self, name: str, keys: list[str], args: list[Any]) -> asyncio.Future[Any]:
         """Queue one script for the next pipeline; the future gets redis-py's reply."""
         self._check_open()
-        loop = asyncio.get_running_loop()
-        answer: asyncio.Future[Any] = loop.create_future()
-        self._queue.append((name, keys, args, answer))
-        if self._sender is None:
-            self._sender = loop.create_task(self._send(), name="webhooks-redis-inbox-send")
-        return answer
+        return self._pipeline.queue(name, keys, args)
 
     async def _batched(self, name: str, keys: list[str], args: list[Any]) -> Any:
         """Run one script in the next pipeline; calls made while one is on the wire (or in the
@@ -372,56 +363,6 @@ class RedisInbox:
             InboxUnavailableError, InboxError, f"inbox {name.lower()}", self._redis
         ):
             return await answer
-
-    async def _send(self) -> None:
-        batch: list[_Queued] = []
-        try:
-            while self._queue:
-                batch, self._queue = self._queue, []
-                await self._pipeline(batch)
-        finally:
-            self._sender = None
-            for *_, answer in (*batch, *self._queue):
-                if not answer.done():
-                    answer.set_exception(
-                        InboxUnavailableError("the Redis inbox call was cancelled")
-                    )
-            self._queue = []
-
-    async def _pipeline(self, batch: list[_Queued]) -> None:
-        from redis.exceptions import NoScriptError
-
-        todo = batch
-        for _ in range(2):  # the second pass after loading the script into a restarted server
-            try:
-                async with self._redis.pipeline(transaction=False) as pipe:
-                    for name, keys, args, _answer in todo:
-                        pipe.evalsha(self._scripts[name].sha, len(keys), *keys, *args)
-                    results = await pipe.execute(raise_on_error=False)
-                missing: list[_Queued] = []
-                for call, result in zip(todo, results, strict=True):
-                    answer = call[3]
-                    if isinstance(result, NoScriptError):
-                        missing.append(call)
-                    elif answer.done():
-                        pass  # the caller was cancelled; the script ran all the same
-                    elif isinstance(result, BaseException):
-                        answer.set_exception(result)
-                    else:
-                        answer.set_result(result)
-                if not missing:
-                    return
-                todo = missing
-                for name in {call[0] for call in missing}:
-                    await self._redis.script_load(self._scripts[name].script)
-            except Exception as exc:  # handed to every caller in the batch
-                for *_, answer in todo:
-                    if not answer.done():
-                        answer.set_exception(exc)
-                return
-        for *_, answer in todo:
-            if not answer.done():
-                answer.set_exception(InboxError("inbox: Redis keeps forgetting the inbox scripts"))
 
     async def _maybe_prune(self) -> None:
         now = asyncio.get_running_loop().time()

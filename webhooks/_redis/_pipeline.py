@@ -1,0 +1,97 @@
+"""The Redis inbox's pipeline: script calls made close together share one round trip.
+
+Calls queued while a pipeline is on the wire (or in the same turn of the event loop) go out
+together in the next one; each script still runs atomically on its own, and each caller gets its
+own script's reply (or error).  A server that lost the scripts (a restart) gets them loaded again
+and the calls it refused are sent once more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from webhooks._errors import InboxError, InboxUnavailableError
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+    from redis.commands.core import AsyncScript
+
+__all__ = ["ScriptPipeline"]
+
+_Queued = tuple[str, list[str], list[Any], "asyncio.Future[Any]"]
+"""A script call waiting for the next pipeline: script name, keys, args, the caller's answer."""
+
+
+class ScriptPipeline:
+    """Sends queued calls of the registered ``scripts`` to ``redis`` in pipelines."""
+
+    def __init__(self, redis: Redis, scripts: dict[str, AsyncScript]) -> None:
+        self.redis = redis
+        self.scripts = scripts
+        self._queue: list[_Queued] = []
+        self._sender: asyncio.Task[None] | None = None
+
+    def queue(self, name: str, keys: list[str], args: list[Any]) -> asyncio.Future[Any]:
+        """Queue one script call for the next pipeline; the future gets redis-py's reply."""
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[Any] = loop.create_future()
+        self._queue.append((name, keys, args, answer))
+        if self._sender is None:
+            self._sender = loop.create_task(self._send(), name="webhooks-redis-inbox-send")
+        return answer
+
+    async def sent(self) -> None:
+        """Wait until every queued call has been answered."""
+        if self._sender is not None:
+            await asyncio.wait([self._sender])
+
+    async def _send(self) -> None:
+        batch: list[_Queued] = []
+        try:
+            while self._queue:
+                batch, self._queue = self._queue, []
+                await self._pipeline(batch)
+        finally:
+            self._sender = None
+            for *_, answer in (*batch, *self._queue):
+                if not answer.done():
+                    answer.set_exception(
+                        InboxUnavailableError("the Redis inbox call was cancelled")
+                    )
+            self._queue = []
+
+    async def _pipeline(self, batch: list[_Queued]) -> None:
+        from redis.exceptions import NoScriptError
+
+        todo = batch
+        for _ in range(2):  # the second pass after loading the script into a restarted server
+            try:
+                async with self.redis.pipeline(transaction=False) as pipe:
+                    for name, keys, args, _answer in todo:
+                        pipe.evalsha(self.scripts[name].sha, len(keys), *keys, *args)
+                    results = await pipe.execute(raise_on_error=False)
+                missing: list[_Queued] = []
+                for call, result in zip(todo, results, strict=True):
+                    answer = call[3]
+                    if isinstance(result, NoScriptError):
+                        missing.append(call)
+                    elif answer.done():
+                        pass  # the caller was cancelled; the script ran all the same
+                    elif isinstance(result, BaseException):
+                        answer.set_exception(result)
+                    else:
+                        answer.set_result(result)
+                if not missing:
+                    return
+                todo = missing
+                for name in {call[0] for call in missing}:
+                    await self.redis.script_load(self.scripts[name].script)
+            except Exception as exc:  # handed to every caller in the batch
+                for *_, answer in todo:
+                    if not answer.done():
+                        answer.set_exception(exc)
+                return
+        for *_, answer in todo:
+            if not answer.done():
+                answer.set_exception(InboxError("inbox: Redis keeps forgetting the inbox scripts"))
