@@ -67,3 +67,14 @@ def entry_from_row(row: Iterable[Any]) -> InboxEntry:
         last_error=last_error,
         received_at=float(received_at),
     )
+
+
+def claimed_entry(
+    stored: tuple[int, float] | None, event: ProcessCompleted, raw: bytes
+) -> InboxEntry | None:
+    """The entry a claimed put of the SQL inboxes stored (its id and receive time), handed out
+    for the first time, built from the event at hand; ``None`` for a duplicate."""
+    if stored is None:
+        return None
+    entry_id, received_at = stored
+    return InboxEntry(id=str(entry_id), event=event, raw=raw, attempts=1, received_at=received_at)

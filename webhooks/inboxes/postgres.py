@@ -13,6 +13,7 @@ process still holds the entry (:class:`~webhooks.AtomicInbox`).
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Final, TypeVar
 
@@ -21,7 +22,7 @@ import attrs
 from asyncsdk import ConfigurationError
 from webhooks._admin import InboxStats
 from webhooks._checks import check_consumer, check_limit, positive_seconds, require_seconds
-from webhooks._codec import dedup_key_text, encode_event, entry_from_row
+from webhooks._codec import claimed_entry, dedup_key_text, encode_event, entry_from_row
 from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
     DEFAULT_DEDUP_RETENTION,
@@ -125,16 +126,8 @@ class PostgresInbox:
         self._check_open()
         body = bytes(raw)
 
-        def entry_of(stored: Stored | None) -> InboxEntry | None:
-            if stored is None:
-                return None
-            entry_id, received_at = stored
-            return InboxEntry(
-                id=str(entry_id), event=event, raw=body, attempts=1, received_at=received_at
-            )
-
         row = (dedup_key_text(event), encode_event(event), body, consumer)
-        return self._puts.submit(row, entry_of)
+        return self._puts.submit(row, functools.partial(claimed_entry, event=event, raw=body))
 
     async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
         """Due entries, oldest first, and those whose claim lapsed."""

@@ -18,7 +18,7 @@ from pathlib import Path
 from asyncsdk import ProcessCompleted
 from webhooks._admin import InboxStats
 from webhooks._checks import check_consumer, check_limit, require_seconds
-from webhooks._codec import dedup_key_text, encode_event, entry_from_row
+from webhooks._codec import claimed_entry, dedup_key_text, encode_event, entry_from_row
 from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
     DEFAULT_DEDUP_RETENTION,
@@ -95,13 +95,7 @@ class SQLiteInbox:
         body = bytes(raw)
 
         def op(conn: sqlite3.Connection) -> InboxEntry | None:
-            stored = store(conn)
-            if stored is None:
-                return None
-            entry_id, received_at = stored
-            return InboxEntry(
-                id=str(entry_id), event=event, raw=body, attempts=1, received_at=received_at
-            )
+            return claimed_entry(store(conn), event, body)
 
         return self._db.submit(op, db.STATEMENT)
 
