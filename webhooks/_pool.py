@@ -4,13 +4,10 @@
 another; one feeder task fills the queue from the inbox: at once for each new event stored here,
 when the queue runs low while more entries are known to wait, and at a tick every
 ``poll_interval`` for delayed retries, claims abandoned by crashed processes and entries stored
-by other processes.  While the inbox has a backlog the feeder claims entries
-in reserve beyond the free workers, so that a worker that finishes starts the next entry at once
-and claims come in batches: as many as the workers finish, at their recent pace, during one
-claim's round trip, at least ``workers`` and at most ``workers * _BURST`` (slow handlers keep a
-small reserve that other processes are not starved of).  A worker whose entries never suspend
-yields to the event loop every ``_BURST`` entries.  A heartbeat task renews the claims of
-running and queued entries so that none is handed to a second worker.
+by other processes; while the inbox has a backlog, it claims a reserve beyond the free workers
+(:class:`~webhooks._claims.ClaimSize`).  A worker whose entries never suspend yields to the
+event loop every ``BURST`` entries.  A heartbeat task renews the claims of running and queued
+entries so that none is handed to a second worker.
 
 A worker hands each entry to the :class:`~webhooks._dispatch.Dispatcher` (fetch-back, the result
 sink, the handlers, the verdict).  When all handlers succeed the worker does not wait for the ack
@@ -34,6 +31,7 @@ import attrs
 
 from asyncsdk import ProcessCompleted
 from webhooks._acker import Acker
+from webhooks._claims import BURST, ClaimSize
 from webhooks._contract import ClaimingInbox, Inbox, InboxEntry, ProcessClient, ResultSink
 from webhooks._dispatch import Dispatcher, HandlerSpec, RetryPolicy
 from webhooks._errors import InboxUnavailableError
@@ -45,10 +43,7 @@ __all__ = ["WorkerPool"]
 logger = logging.getLogger("webhooks")
 
 _RELEASE_TIMEOUT: Final = 5.0
-_BURST: Final = 16
-"""Entries a worker runs back to back without suspending before it yields to the event loop."""
-_PACE_WEIGHT: Final = 0.05
-"""Weight of the latest entry in the moving average of the time per entry."""
+_NOT_STARTED: Final = "the receiver stopped before the entry started"
 
 
 @attrs.define(kw_only=True, eq=False)
@@ -86,12 +81,7 @@ class WorkerPool:
     _stopping: bool = attrs.field(default=False, init=False)
     _dispatcher: Dispatcher = attrs.field(init=False)
     _acker: Acker = attrs.field(init=False)
-    _pace: float = attrs.field(default=0.0, init=False)
-    """Seconds a worker spends on an entry, as a moving average (0 until one finishes)."""
-    _claim_time: float = attrs.field(default=0.0, init=False)
-    """Seconds the last claim took, answer included."""
-    _low_water: int = attrs.field(default=0, init=False)
-    """Claimed entries left waiting below which a worker asks the feeder for more."""
+    _size: ClaimSize = attrs.field(init=False)
     _claiming: ClaimingInbox | None = attrs.field(default=None, init=False)
     """The inbox, when it can store an event and hand it to this pool in one step."""
     _claimed_puts: set[asyncio.Future[InboxEntry | None]] = attrs.field(factory=set, init=False)
@@ -104,6 +94,7 @@ class WorkerPool:
         if isinstance(self.inbox, ClaimingInbox):
             self._claiming = self.inbox
         self._acker = Acker(inbox=self.inbox, acked=self._acked)
+        self._size = ClaimSize(self.workers)
         self._dispatcher = Dispatcher(
             inbox=self.inbox,
             handlers=self.handlers,
@@ -135,9 +126,10 @@ class WorkerPool:
         self._heartbeat = asyncio.create_task(self._beat(), name="webhooks-heartbeat")
 
     def stored(self) -> None:
-        """A new entry was stored: count it and claim now rather than at the next poll."""
+        """A new entry was stored: count it, and claim now rather than at the next poll unless
+        it was handed to this pool as it was stored."""
         self.backlog += 1
-        self._wake.set()
+        self._ask_feeder()
 
     def submit_put(self, event: ProcessCompleted, raw: bytes) -> asyncio.Future[bool]:
         """Store a delivery, as :meth:`~webhooks.Inbox.submit_put` does.  While a worker is free
@@ -150,8 +142,13 @@ class WorkerPool:
         if inbox is None or self._stopping or held >= self.workers:
             return self.inbox.submit_put(event, raw)
         put = inbox.submit_put_claimed(event, raw, self.consumer)
-        self._claimed_puts.add(put)
         answer: asyncio.Future[bool] = put.get_loop().create_future()
+        if put.done():
+            # Stored already (MemoryInbox): the request goes on without a turn of the event loop
+            # (benchmark line: receiver + MemoryInbox, server CPU per request).
+            self._put_claimed(answer, put)
+            return answer
+        self._claimed_puts.add(put)
         put.add_done_callback(functools.partial(self._put_claimed, answer))
         return answer
 
@@ -183,7 +180,7 @@ class WorkerPool:
         :meth:`stop` to hand back, or, after it, handed back at once."""
         if self._stopped:
             task = asyncio.get_running_loop().create_task(
-                self._hand_back(entry), name="webhooks-hand-back"
+                self._hand_back(entry, _NOT_STARTED), name="webhooks-hand-back"
             )
             self._handing_back.add(task)
             task.add_done_callback(self._handing_back.discard)
@@ -191,12 +188,12 @@ class WorkerPool:
         self._ready.append(entry)
         self._wake_workers(1)
 
-    async def _hand_back(self, entry: InboxEntry) -> None:
+    async def _hand_back(self, entry: InboxEntry, reason: str) -> None:
+        """Make an entry due again at once, for any process to take (failing that, its claim
+        times out)."""
         with contextlib.suppress(Exception):
             async with asyncio.timeout(_RELEASE_TIMEOUT):
-                await self.inbox.retry_later(
-                    entry.id, "the receiver stopped before the entry started", 0.0
-                )
+                await self.inbox.retry_later(entry.id, reason, 0.0)
 
     @property
     def in_flight(self) -> int:
@@ -245,23 +242,22 @@ class WorkerPool:
         """Hand back the claimed entries no worker started, so any process can take them now."""
         waiting, self._ready = list(self._ready), deque()
         for entry in waiting:
-            with contextlib.suppress(Exception):
-                async with asyncio.timeout(_RELEASE_TIMEOUT):
-                    await self.inbox.retry_later(
-                        entry.id, "the receiver stopped before the entry started", 0.0
-                    )
+            await self._hand_back(entry, _NOT_STARTED)
 
     # -- claiming -------------------------------------------------------------------------
 
-    def _reserve(self) -> int:
-        """Entries to hold in reserve beyond the free workers, while the inbox has a backlog:
-        what the workers finish, at their recent pace, during one claim's round trip; at least
-        ``workers`` (slow handlers take no more from other processes than that), at most
-        ``workers * _BURST`` (what they run in one turn of the event loop)."""
-        if self._pace <= 0.0:
-            return self.workers
-        wanted = int(self.workers * self._claim_time / self._pace)
-        return max(self.workers, min(wanted, self.workers * _BURST))
+    def _unseen(self) -> bool:
+        """More unfinished entries than this process holds: some wait in the inbox."""
+        held = len(self._running) + len(self._ready) + len(self._acker.held)
+        return self.backlog > held
+
+    def _ask_feeder(self) -> None:
+        """Wake the feeder if it has a claim to send: an entry is known to wait, or a tick or a
+        full batch asked for one.  Otherwise it would wake only to sleep again, a turn of the
+        event loop per event (benchmark line: receiver, 128 conns, paced, server CPU per
+        request)."""
+        if self._poll or self._unseen():
+            self._wake.set()
 
     async def _feed(self) -> None:
         loop = asyncio.get_running_loop()
@@ -269,14 +265,13 @@ class WorkerPool:
             held = len(self._running) + len(self._ready)
             free = self.workers - held
             # More unfinished entries than this process holds: claim a batch in reserve.
-            unseen = self.backlog > held + len(self._acker.held)
-            reserve = self._reserve() if unseen else 0
-            self._low_water = max(self.workers, reserve // 2)
-            limit = free + reserve
+            unseen = self._unseen()
+            limit = free + self._size.reserve(unseen)
             # A worker that runs out asks for more, but a claim is sent only when an entry is
             # known to wait (stored here, or counted by the inbox) or at a tick: an idle worker
             # alone would claim nothing, one round trip per event at a steady pace.
-            if limit <= 0 or len(self._ready) >= self._low_water or not (unseen or self._poll):
+            low = len(self._ready) >= self._size.low_water
+            if limit <= 0 or low or not (unseen or self._poll):
                 self._wake.clear()
                 await self._wake.wait()
                 continue
@@ -288,7 +283,7 @@ class WorkerPool:
             except Exception as exc:
                 logger.warning("claiming from the webhook inbox failed (%s); retrying", exc)
                 batch = []
-            self._claim_time = loop.time() - started
+            self._size.claim_time = loop.time() - started
             queued = {entry.id for entry in self._ready}
             for entry in batch:
                 if entry.id in self._running or entry.id in queued or entry.id in self._acker.held:
@@ -326,7 +321,7 @@ class WorkerPool:
         burst = 0
         while not self._stopping:
             if not self._ready:
-                self._wake.set()  # the queue is empty: ask the feeder for more
+                self._ask_feeder()  # the queue is empty
                 waiting: asyncio.Future[None] = loop.create_future()
                 self._idle.append(waiting)
                 try:
@@ -337,22 +332,17 @@ class WorkerPool:
                 burst = 0
                 continue
             entry = self._ready.popleft()
-            if len(self._ready) < self._low_water:
-                self._wake.set()
             self._running[entry.id] = entry
+            if len(self._ready) < self._size.low_water:
+                self._ask_feeder()
             started = loop.time()
             try:
                 await self._run(entry)
             finally:
                 del self._running[entry.id]
-            # The recent time per entry (a moving average from the first one on), for the size
-            # of the next claims.
-            took = loop.time() - started
-            self._pace = (
-                took if self._pace <= 0.0 else self._pace + (took - self._pace) * _PACE_WEIGHT
-            )
+            self._size.finished(loop.time() - started)
             burst += 1
-            if burst >= _BURST:
+            if burst >= BURST:
                 burst = 0
                 await asyncio.sleep(0)
 
@@ -371,6 +361,7 @@ class WorkerPool:
                 last_count = time.monotonic()
                 with contextlib.suppress(Exception):
                     self.backlog = await self.inbox.pending_count()
+                    self._ask_feeder()  # another process stored entries: claim before the tick
 
     # -- one entry ------------------------------------------------------------------------
 
@@ -380,11 +371,7 @@ class WorkerPool:
         except asyncio.CancelledError:
             # Shutdown past its deadline: hand the entry back at once rather than after the
             # claim times out.  The handler will run again (at-least-once).
-            with contextlib.suppress(Exception):
-                async with asyncio.timeout(_RELEASE_TIMEOUT):
-                    await self.inbox.retry_later(
-                        entry.id, "the receiver stopped before the handlers finished", 0.0
-                    )
+            await self._hand_back(entry, "the receiver stopped before the handlers finished")
             raise
         except Exception:
             # Only the inbox itself can land here (handler errors are caught below).  The claim
