@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterable, AsyncIterator, Collection
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import BinaryIO, Final, Protocol, runtime_checkable
 
 from yarl import URL
 
@@ -138,11 +138,18 @@ async def write_chunks(chunks: AsyncIterable[bytes], target: DownloadTarget) -> 
             partial.unlink(missing_ok=True)
             raise
         return written
-    if not hasattr(target, "write"):
+    if not isinstance(target, _Writable):
         raise ValidationError(
             f"download target must be a path or a binary file object, not {type(target).__name__}"
         )
     return await _copy(chunks, target)
+
+
+@runtime_checkable
+class _Writable(Protocol):
+    """A binary file object a download is written to."""
+
+    def write(self, data: bytes, /) -> object: ...
 
 
 async def _copy(chunks: AsyncIterable[bytes], file: BinaryIO) -> int:

@@ -12,8 +12,8 @@ import asyncio
 import contextlib
 import io
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable
-from typing import Any, BinaryIO
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterable
+from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 import aiohttp
 import aiohttp.payload
@@ -26,6 +26,8 @@ from asyncsdk._uploads import (
     EXTENSION_OF,
     MAX_UPLOAD_BYTES,
     SNIFF_BYTES,
+    Named,
+    ReadsInto,
     Upload,
     check_image,
     check_source,
@@ -66,15 +68,21 @@ class _ChunkReader:
         self._buffer.release()
 
 
+@runtime_checkable
+class _Closable(Protocol):
+    """An async iterator that can be closed early (an async generator's ``aclose``)."""
+
+    def aclose(self) -> Awaitable[object]: ...
+
+
 def _fill(buffer: memoryview, file: BinaryIO, start: int | None) -> int:
     """Fill ``buffer`` from ``file`` (``readinto`` where the file has it); the count read."""
     if start is not None:
         file.seek(start)
-    readinto = getattr(file, "readinto", None)
     filled = 0
     while filled < len(buffer):
-        if readinto is not None:
-            count = readinto(buffer[filled:])
+        if isinstance(file, ReadsInto):
+            count = file.readinto(buffer[filled:])
             if not isinstance(count, int):
                 raise TypeError(f"readinto() returned {type(count).__name__}, not int")
         else:
@@ -187,10 +195,8 @@ class PreparedFile:
 
     async def discard(self) -> None:
         """Close a caller's async iterator that will not be read (further)."""
-        if self.kind == "stream":
-            close = getattr(self.source, "aclose", None)
-            if close is not None:
-                await close()
+        if self.kind == "stream" and isinstance(self.source, _Closable):
+            await self.source.aclose()
 
     async def _counted(self) -> AsyncGenerator[bytes, None]:
         """The stream, counted: past ``max_bytes`` it stops with ``UploadError``.
@@ -238,9 +244,8 @@ class PreparedFile:
                 if chunk:
                     yield _as_bytes(chunk, self.display)
         finally:
-            close = getattr(iterator, "aclose", None)
-            if close is not None:
-                await close()
+            if isinstance(iterator, _Closable):
+                await iterator.aclose()
 
 
 def _as_bytes(chunk: object, display: str) -> bytes:
@@ -271,9 +276,10 @@ def _display(upload: Upload, kind: str, index: int) -> str:
         return os.fsdecode(upload.source)  # type: ignore[arg-type]
     if upload.filename:
         return upload.filename
-    name = getattr(upload.source, "name", None)
-    if kind == "file" and isinstance(name, str) and name:
-        return name
+    if kind == "file" and isinstance(upload.source, Named):
+        name = upload.source.name
+        if isinstance(name, str) and name:
+            return name
     what = {"bytes": "bytes", "file": "file object", "stream": "async iterator"}[kind]
     return f"image #{index + 1} ({what})"
 
@@ -306,7 +312,7 @@ async def prepare_file(
             seekable, start, size, head = await asyncio.to_thread(inspect_file, source)
         except (OSError, ValueError) as exc:
             raise UploadError(f"cannot read {display}: {exc}", filename=display) from exc
-        file_name = getattr(source, "name", None)
+        file_name = source.name if isinstance(source, Named) else None
         if name is None and isinstance(file_name, str) and file_name:
             name = os.path.basename(file_name)
         if not seekable:

@@ -20,7 +20,7 @@ import os
 import stat
 from collections.abc import AsyncIterable, Sequence
 from types import MappingProxyType
-from typing import Any, BinaryIO, Final, TypeAlias
+from typing import Any, BinaryIO, Final, Protocol, TypeAlias, runtime_checkable
 
 import attrs
 
@@ -33,6 +33,9 @@ __all__ = [
     "EXTENSION_OF",
     "MAX_UPLOAD_BYTES",
     "SNIFF_BYTES",
+    "Named",
+    "Readable",
+    "ReadsInto",
     "Upload",
     "UploadSource",
     "check_image",
@@ -69,6 +72,28 @@ EXTENSION_OF: Final = {"image/jpeg": ".jpg", "image/png": ".png", "image/webp": 
 SNIFF_BYTES: Final = 12
 _MB: Final = 1024 * 1024
 
+
+@runtime_checkable
+class Readable(Protocol):
+    """A binary file object that is not an ``io.IOBase``: ``read(size)`` gives ``bytes``."""
+
+    def read(self, size: int = ..., /) -> bytes: ...
+
+
+@runtime_checkable
+class ReadsInto(Protocol):
+    """A file object that fills a buffer in place (``io.RawIOBase``, ``io.BufferedIOBase``)."""
+
+    def readinto(self, buffer: memoryview, /) -> int | None: ...
+
+
+@runtime_checkable
+class Named(Protocol):
+    """A source with a ``name`` (a file object's is its path, or a file descriptor)."""
+
+    name: object
+
+
 UploadSource: TypeAlias = (
     str
     | os.PathLike[str]
@@ -104,7 +129,7 @@ def source_kind(source: object) -> str | None:
         return "file"
     if isinstance(source, AsyncIterable):
         return "stream"
-    if callable(getattr(source, "read", None)):
+    if isinstance(source, Readable):
         return "file"
     return None
 

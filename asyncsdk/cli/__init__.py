@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     from asyncsdk import __version__
 
     parser.add_argument("--version", action="version", version=f"asyncsdk {__version__}")
+    parser.set_defaults(interrupt_hint="interrupted")  # a command may say how to resume
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     demo.add_parser(subparsers)
     process.add_parser(subparsers)
@@ -120,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return asyncio.run(handler(args))
     except KeyboardInterrupt:
-        _error(getattr(args, "interrupt_hint", "interrupted"))
+        _error(args.interrupt_hint)
         return EXIT_INTERRUPTED
     except Exception as exc:
         code = exit_code_for(exc)

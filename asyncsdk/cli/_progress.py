@@ -58,8 +58,7 @@ class Progress:
         self.status = ""
         self._stream = stream if stream is not None else sys.stderr
         if enabled is None:
-            isatty = getattr(self._stream, "isatty", None)
-            enabled = bool(isatty and isatty())
+            enabled = self._stream.isatty()
         self.enabled = enabled
         self._width = width
         self._min_interval = min_interval

@@ -56,6 +56,12 @@ async def test_download_streams_a_result_to_a_path_and_a_file(sdk: Client, tmp_p
     Image.open(io.BytesIO(buffer.getvalue())).verify()
 
 
+async def test_download_refuses_a_target_it_cannot_write(sdk: Client) -> None:
+    asset = await _done_process_asset(sdk)
+    with pytest.raises(ValidationError, match="a path or a binary file object, not int"):
+        await sdk.download(asset, 42)  # type: ignore[arg-type]
+
+
 async def test_download_refuses_non_http_urls_before_any_request(
     sdk: Client, sandbox: Sandbox, tmp_path: Path
 ) -> None:

@@ -262,6 +262,59 @@ async def test_failing_async_iterator_surfaces_as_upload_error(
         await client.orders.create(chunks())
 
 
+class Chunks:
+    """An async iterator of a user's own class: no ``aclose``, unlike an async generator."""
+
+    def __init__(self, *chunks: bytes) -> None:
+        self._chunks = list(chunks)
+
+    def __aiter__(self) -> Chunks:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if not self._chunks:
+            raise StopAsyncIteration
+        return self._chunks.pop(0)
+
+
+async def test_async_iterator_without_aclose_is_streamed(fake: FakeService, client: Client) -> None:
+    fake.script("POST", "/v3/order", CREATED)
+
+    await client.orders.create(Chunks(JPEG[:100], JPEG[100:]))
+
+    assert fake.seen[0].files()[0].data == JPEG
+
+
+async def test_async_generator_is_closed_when_its_upload_is_refused(client: Client) -> None:
+    closed: list[bool] = []
+
+    async def chunks() -> AsyncIterator[bytes]:
+        try:
+            yield JPEG
+            yield JPEG
+        finally:
+            closed.append(True)
+
+    with pytest.raises(UploadError, match=r"image #2 \(bytes\) is not a JPG"):
+        await client.orders.create(chunks(), Upload(b"nope" * 10, role="mask"))
+
+    assert closed == [True]  # its finally ran: nothing of the caller's is left open
+
+
+class NamedFile(io.BytesIO):
+    """A file object with a path-like ``name``, as ``open()`` gives."""
+
+    name = "/photos/Front Door.png"
+
+
+async def test_file_object_is_sent_with_its_name(fake: FakeService, client: Client) -> None:
+    fake.script("POST", "/v3/order", CREATED)
+
+    await client.orders.create(NamedFile(PNG))
+
+    assert fake.seen[0].files()[0].filename == "Front Door.png"
+
+
 @pytest.mark.parametrize(
     ("name", "data", "fix"),
     [
