@@ -11,6 +11,7 @@ client core and measures latency on its side.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import random
 import time
@@ -178,15 +179,33 @@ async def serve(
         # collections walk only what requests create.
         gc.freeze()
         io.ready({"url": f"http://127.0.0.1:{port}/hooks/{TOKEN}"})
-        cpu = time.process_time()
+        cpu, waits = time.process_time(), thread_waits()
         while (message := await io.recv()) is not None:
             if message == "mark":
-                cpu = time.process_time()
+                cpu, waits = time.process_time(), thread_waits()
                 io.send({})
             elif message == "stats":
-                io.send({"cpu_s": time.process_time() - cpu, **_stats(receiver)})
+                io.send(
+                    {
+                        "cpu_s": time.process_time() - cpu,
+                        "waits": thread_waits() - waits,
+                        **_stats(receiver),
+                    }
+                )
     finally:
         await runner.cleanup()
+
+
+def thread_waits() -> int:
+    """Times the threads of this process blocked and were woken (voluntary context switches,
+    summed over ``/proc/self/task/*/status``; 0 where there is no ``/proc``)."""
+    total = 0
+    for status in Path("/proc/self/task").glob("*/status"):
+        with contextlib.suppress(OSError):
+            for line in status.read_text().splitlines():
+                if line.startswith("voluntary_ctxt_switches:"):
+                    total += int(line.split(":")[1])
+    return total
 
 
 def _telemetry(observed: str) -> dict[str, Any]:

@@ -122,6 +122,7 @@ def receiver_once(
     load["generator"] = generator
     load["rps"] = load["requests"] / seconds
     load["cpu_us"] = load["server"]["cpu_s"] / max(1, load["requests"]) * 1e6
+    load["waits"] = load["server"]["waits"] / max(1, load["requests"])
     # Shares of one core over the measured load.  The generator was the limit, not the server,
     # when it used (nearly) all of its core, or more CPU per request than the server: with a
     # core each, the side that spends more per request runs out first, even when other work on
@@ -208,7 +209,7 @@ def _row(results: Results, load: Load, variant: Variant, reasons: dict[str, str]
     name = NAMES[store] + (", 30 s handler" if slow else "")
     runs = results.get((label, *variant))
     if not runs:
-        return [label, name, "not run: " + reasons.get(backend(store), "?"), *[""] * 9]
+        return [label, name, "not run: " + reasons.get(backend(store), "?"), *[""] * 10]
     rps = _median(results, label, variant, "rps")
     vs_bare = _rps_vs_bare(results, label, variant)
     vs_peer = (
@@ -223,6 +224,7 @@ def _row(results: Results, load: Load, variant: Variant, reasons: dict[str, str]
         REFUSED if vs_bare is None else fmt(vs_bare, 2),
         fmt(_median(results, label, variant, "cpu_us")),
         vs_peer,
+        fmt(_median(results, label, variant, "waits"), 2),
         _shares(runs),
         fmt(_median(results, label, variant, "p50_us") / 1000, 1),
         f"**{fmt(_median(results, label, variant, 'p99_us') / 1000, 1)}**",
@@ -253,7 +255,10 @@ def _describe(plan: Plan, generator: str, top: int, paced_delay: int) -> str:
         "app has started (the deployment `docs/webhooks.md` recommends).  Server CPU = "
         "`time.process_time()` of the server process (every thread, worker pool included) over "
         "the measured part, per request; 'x peer CPU/req' holds it against the hand-written "
-        "handler doing the same durable work, round by round.  'Load gen / server CPU %': the "
+        "handler doing the same durable work, round by round.  'Server thread waits/req': the "
+        "times a thread of the server blocked and was woken (voluntary context switches of "
+        "every thread, from `/proc`), per request: the event loop waiting for the network or "
+        "a store, a writer thread for work or an fsync.  'Load gen / server CPU %': the "
         "share of one core each used over the measured part (wrk's from its resource usage once "
         "reaped).  A load generator at "
         f"{goals.GENERATOR_SATURATED * 100:.0f} % or more of its core, or using more CPU than "
@@ -276,6 +281,7 @@ HEADER: Final = (
     "x bare req/s (per-round median)",
     "server CPU us/req",
     "x peer CPU/req (per-round median)",
+    "server thread waits/req",
     "load gen / server CPU %",
     "p50 ms",
     "p99 ms",
