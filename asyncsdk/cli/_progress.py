@@ -58,7 +58,8 @@ class Progress:
         self.status = ""
         self._stream = stream if stream is not None else sys.stderr
         if enabled is None:
-            enabled = self._stream.isatty()
+            # sys.stderr is None under pythonw and in some daemons: no bar then.
+            enabled = self._stream is not None and self._stream.isatty()
         self.enabled = enabled
         self._width = width
         self._min_interval = min_interval

@@ -54,3 +54,19 @@ def test_the_bar_redraws_one_line_on_a_terminal_and_notes_failures_above_it(tmp_
         "\r", "\n"
     )
     assert "Traceback" not in drawn
+
+
+def test_the_demo_runs_without_a_stderr_and_draws_no_bar(tmp_path: Path) -> None:
+    # Under pythonw, or in a daemon started with its descriptor 2 closed, sys.stderr is None.
+    command = [sys.executable, "-m", "asyncsdk", "demo", "--out", "res", "--delay", "0.2"]
+    done = subprocess.run(
+        ["/bin/sh", "-c", 'exec "$@" 2>&-', "sh", *command],
+        cwd=tmp_path,
+        env=subprocess_env(),
+        stdout=subprocess.PIPE,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0
+    assert "5 of 5 done" in done.stdout
