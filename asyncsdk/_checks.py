@@ -22,6 +22,8 @@ __all__ = [
     "is_mapping",
     "is_number",
     "is_sequence",
+    "method_of",
+    "name_of",
     "number_field",
     "require_int",
     "require_number",
@@ -48,6 +50,30 @@ def is_int(value: object) -> TypeGuard[int]:
 def is_number(value: object) -> TypeGuard[int | float]:
     """An ``int`` or ``float`` that is not a ``bool``."""
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def method_of(value: object, name: str) -> Callable[..., Any] | None:
+    """``value.<name>`` when it is callable, else ``None``: what a caller's file object offers.
+
+    The lookup is the one the call itself makes, so an object that forwards its methods through
+    ``__getattr__`` (``tempfile.NamedTemporaryFile``, a web framework's uploaded file, a proxy)
+    is answered as it will be used.  ``isinstance`` against a runtime-checkable protocol is not:
+    from Python 3.12 it looks at the class alone.
+    """
+    try:
+        method = getattr(value, name)
+    except AttributeError:
+        return None
+    return method if callable(method) else None
+
+
+def name_of(value: object) -> str | None:
+    """A file object's ``name`` when it is a non-empty string (its path), else ``None``."""
+    try:
+        name = value.name  # type: ignore[attr-defined]
+    except AttributeError:
+        return None
+    return name if isinstance(name, str) and name else None
 
 
 def require_text(value: object, what: str) -> str:

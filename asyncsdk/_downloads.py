@@ -12,10 +12,11 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterable, AsyncIterator, Collection
 from pathlib import Path
-from typing import BinaryIO, Final, Protocol, runtime_checkable
+from typing import BinaryIO, Final
 
 from yarl import URL
 
+from asyncsdk._checks import method_of
 from asyncsdk._errors import ResultTooLargeError, ValidationError
 from asyncsdk._models import ResultAsset
 
@@ -138,18 +139,11 @@ async def write_chunks(chunks: AsyncIterable[bytes], target: DownloadTarget) -> 
             partial.unlink(missing_ok=True)
             raise
         return written
-    if not isinstance(target, _Writable):
+    if method_of(target, "write") is None:
         raise ValidationError(
             f"download target must be a path or a binary file object, not {type(target).__name__}"
         )
     return await _copy(chunks, target)
-
-
-@runtime_checkable
-class _Writable(Protocol):
-    """A binary file object a download is written to."""
-
-    def write(self, data: bytes, /) -> object: ...
 
 
 async def _copy(chunks: AsyncIterable[bytes], file: BinaryIO) -> int:

@@ -12,22 +12,21 @@ import asyncio
 import contextlib
 import io
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterable
-from typing import Any, BinaryIO, Protocol, runtime_checkable
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+from typing import Any, BinaryIO
 
 import aiohttp
 import aiohttp.payload
 import attrs
 from aiohttp.abc import AbstractStreamWriter
 
+from asyncsdk._checks import method_of, name_of
 from asyncsdk._errors import UploadError
 from asyncsdk._uploads import (
     CHUNK_SIZE,
     EXTENSION_OF,
     MAX_UPLOAD_BYTES,
     SNIFF_BYTES,
-    Named,
-    ReadsInto,
     Upload,
     check_image,
     check_source,
@@ -68,21 +67,15 @@ class _ChunkReader:
         self._buffer.release()
 
 
-@runtime_checkable
-class _Closable(Protocol):
-    """An async iterator that can be closed early (an async generator's ``aclose``)."""
-
-    def aclose(self) -> Awaitable[object]: ...
-
-
 def _fill(buffer: memoryview, file: BinaryIO, start: int | None) -> int:
     """Fill ``buffer`` from ``file`` (``readinto`` where the file has it); the count read."""
     if start is not None:
         file.seek(start)
+    readinto = method_of(file, "readinto")
     filled = 0
     while filled < len(buffer):
-        if isinstance(file, ReadsInto):
-            count = file.readinto(buffer[filled:])
+        if readinto is not None:
+            count = readinto(buffer[filled:])
             if not isinstance(count, int):
                 raise TypeError(f"readinto() returned {type(count).__name__}, not int")
         else:
@@ -195,8 +188,9 @@ class PreparedFile:
 
     async def discard(self) -> None:
         """Close a caller's async iterator that will not be read (further)."""
-        if self.kind == "stream" and isinstance(self.source, _Closable):
-            await self.source.aclose()
+        close = method_of(self.source, "aclose") if self.kind == "stream" else None
+        if close is not None:
+            await close()
 
     async def _counted(self) -> AsyncGenerator[bytes, None]:
         """The stream, counted: past ``max_bytes`` it stops with ``UploadError``.
@@ -244,8 +238,9 @@ class PreparedFile:
                 if chunk:
                     yield _as_bytes(chunk, self.display)
         finally:
-            if isinstance(iterator, _Closable):
-                await iterator.aclose()
+            close = method_of(iterator, "aclose")
+            if close is not None:
+                await close()
 
 
 def _as_bytes(chunk: object, display: str) -> bytes:
@@ -276,10 +271,9 @@ def _display(upload: Upload, kind: str, index: int) -> str:
         return os.fsdecode(upload.source)  # type: ignore[arg-type]
     if upload.filename:
         return upload.filename
-    if kind == "file" and isinstance(upload.source, Named):
-        name = upload.source.name
-        if isinstance(name, str) and name:
-            return name
+    name = name_of(upload.source) if kind == "file" else None
+    if name is not None:
+        return name
     what = {"bytes": "bytes", "file": "file object", "stream": "async iterator"}[kind]
     return f"image #{index + 1} ({what})"
 
@@ -312,8 +306,8 @@ async def prepare_file(
             seekable, start, size, head = await asyncio.to_thread(inspect_file, source)
         except (OSError, ValueError) as exc:
             raise UploadError(f"cannot read {display}: {exc}", filename=display) from exc
-        file_name = source.name if isinstance(source, Named) else None
-        if name is None and isinstance(file_name, str) and file_name:
+        file_name = name_of(source)
+        if name is None and file_name is not None:
             name = os.path.basename(file_name)
         if not seekable:
             kind = "unseekable"

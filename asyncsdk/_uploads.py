@@ -20,10 +20,11 @@ import os
 import stat
 from collections.abc import AsyncIterable, Sequence
 from types import MappingProxyType
-from typing import Any, BinaryIO, Final, Protocol, TypeAlias, runtime_checkable
+from typing import Any, BinaryIO, Final, TypeAlias
 
 import attrs
 
+from asyncsdk._checks import method_of
 from asyncsdk._errors import UploadError, ValidationError
 from asyncsdk._models import AssetRole
 
@@ -33,9 +34,6 @@ __all__ = [
     "EXTENSION_OF",
     "MAX_UPLOAD_BYTES",
     "SNIFF_BYTES",
-    "Named",
-    "Readable",
-    "ReadsInto",
     "Upload",
     "UploadSource",
     "check_image",
@@ -73,27 +71,6 @@ SNIFF_BYTES: Final = 12
 _MB: Final = 1024 * 1024
 
 
-@runtime_checkable
-class Readable(Protocol):
-    """A binary file object that is not an ``io.IOBase``: ``read(size)`` gives ``bytes``."""
-
-    def read(self, size: int = ..., /) -> bytes: ...
-
-
-@runtime_checkable
-class ReadsInto(Protocol):
-    """A file object that fills a buffer in place (``io.RawIOBase``, ``io.BufferedIOBase``)."""
-
-    def readinto(self, buffer: memoryview, /) -> int | None: ...
-
-
-@runtime_checkable
-class Named(Protocol):
-    """A source with a ``name`` (a file object's is its path, or a file descriptor)."""
-
-    name: object
-
-
 UploadSource: TypeAlias = (
     str
     | os.PathLike[str]
@@ -129,7 +106,7 @@ def source_kind(source: object) -> str | None:
         return "file"
     if isinstance(source, AsyncIterable):
         return "stream"
-    if isinstance(source, Readable):
+    if method_of(source, "read") is not None:
         return "file"
     return None
 

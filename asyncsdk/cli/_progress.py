@@ -34,6 +34,18 @@ def render_bar(done: int, total: int, *, width: int = 28, label: str = "", suffi
     return " ".join(part for part in parts if part)
 
 
+def _is_terminal(stream: TextIO | None) -> bool:
+    """Whether a bar can be drawn on ``stream``.
+
+    ``sys.stderr`` is ``None`` under pythonw and in some daemons, and a stand-in installed with
+    ``contextlib.redirect_stderr`` may offer only ``write``: no bar on either.
+    """
+    try:
+        return stream is not None and bool(stream.isatty())
+    except (AttributeError, ValueError):  # ValueError: the stream is closed
+        return False
+
+
 class Progress:
     """A single-line progress bar for ``total`` items on ``stream`` (default ``sys.stderr``).
 
@@ -58,8 +70,7 @@ class Progress:
         self.status = ""
         self._stream = stream if stream is not None else sys.stderr
         if enabled is None:
-            # sys.stderr is None under pythonw and in some daemons: no bar then.
-            enabled = self._stream is not None and self._stream.isatty()
+            enabled = _is_terminal(self._stream)
         self.enabled = enabled
         self._width = width
         self._min_interval = min_interval

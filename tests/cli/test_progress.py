@@ -1,13 +1,18 @@
 """The progress bar of ``asyncsdk demo``: redrawn in place on a terminal, silent anywhere else
-(the silence is checked in test_demo.py, whose stderr is a pipe)."""
+(on a pipe that is checked in test_demo.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+from asyncsdk.cli import main
 
 from .conftest import subprocess_env
 
@@ -70,3 +75,28 @@ def test_the_demo_runs_without_a_stderr_and_draws_no_bar(tmp_path: Path) -> None
     )
     assert done.returncode == 0
     assert "5 of 5 done" in done.stdout
+
+
+class WriteOnly:
+    """A stand-in stderr that offers only ``write`` and ``flush``, as a log shim might."""
+
+    def __init__(self) -> None:
+        self.written: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.written.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_the_demo_draws_no_bar_on_a_stderr_that_only_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stand_in = WriteOnly()
+    with contextlib.redirect_stderr(stand_in):  # type: ignore[type-var]
+        code = main(["demo", "--out", str(tmp_path / "res"), "--delay", "0.2"])
+    assert code == 0
+    assert "5 of 5 done" in capsys.readouterr().out
+    assert stand_in.written == []  # no bar, and no traceback either

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -54,6 +55,16 @@ async def test_download_streams_a_result_to_a_path_and_a_file(sdk: Client, tmp_p
     buffer = io.BytesIO()
     assert await sdk.download(asset, buffer, thumbnail=True) == len(buffer.getvalue()) > 0
     Image.open(io.BytesIO(buffer.getvalue())).verify()
+
+
+async def test_download_writes_into_a_temporary_file(sdk: Client) -> None:
+    # NamedTemporaryFile's wrapper forwards write() through __getattr__.
+    asset = await _done_process_asset(sdk)
+    with tempfile.NamedTemporaryFile(suffix=".jpg") as target:
+        written = await sdk.download(asset, target)
+        assert written == target.tell() > 0
+        target.seek(0)
+        Image.open(target).verify()
 
 
 async def test_download_refuses_a_target_it_cannot_write(sdk: Client) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -315,6 +316,34 @@ async def test_file_object_is_sent_with_its_name(fake: FakeService, client: Clie
     assert fake.seen[0].files()[0].filename == "Front Door.png"
 
 
+class Forwarding:
+    """A file object that forwards every method to the file it wraps through ``__getattr__``,
+    as ``tempfile.NamedTemporaryFile`` and web frameworks' uploaded files do."""
+
+    def __init__(self, file: io.BufferedIOBase) -> None:
+        self.file = file
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.file, name)
+
+
+async def test_file_objects_that_forward_their_methods_are_sent(
+    fake: FakeService, client: Client
+) -> None:
+    fake.script("POST", "/v3/order", CREATED)
+    data = JPEG + bytes(3 * CHUNK_SIZE)  # read in several pieces
+    with tempfile.NamedTemporaryFile(suffix=".jpg") as spooled:
+        spooled.write(data)
+        spooled.seek(0)
+        await client.orders.create(spooled)
+        named = Path(spooled.name).name
+    await client.orders.create(Forwarding(NamedFile(PNG)))
+
+    first, second = (seen.files()[0] for seen in fake.seen)
+    assert (first.filename, first.data) == (named, data)
+    assert (second.filename, second.data) == ("Front Door.png", PNG)
+
+
 @pytest.mark.parametrize(
     ("name", "data", "fix"),
     [
@@ -352,11 +381,17 @@ async def test_missing_path(client: Client, tmp_path: Path) -> None:
         await client.orders.create(tmp_path / "gone.jpg")
 
 
+class ReadIsNoMethod:
+    read = 5
+
+
 def test_bad_sources_are_refused_at_once() -> None:
     with pytest.raises(UploadError, match="binary mode"):
         Upload(io.StringIO("text"))  # type: ignore[arg-type]
     with pytest.raises(UploadError, match="not int"):
         Upload(42)  # type: ignore[arg-type]
+    with pytest.raises(UploadError, match=r"a binary file object .*not ReadIsNoMethod"):
+        Upload(ReadIsNoMethod())  # type: ignore[arg-type]
     assert "bytes" in repr(Upload(JPEG))  # the repr does not dump the whole file
     assert len(repr(Upload(JPEG * 1000))) < 200
 
