@@ -31,6 +31,8 @@ __all__ = [
     "PROCESS_ID_ATTRIBUTE",
     "ClientTelemetry",
     "client_telemetry",
+    "load_registry",
+    "load_tracer",
     "log_fields",
     "route_of",
 ]

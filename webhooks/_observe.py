@@ -21,6 +21,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from asyncsdk import PROCESS_ID_ATTRIBUTE, ConfigurationError, ProcessCompleted
+from asyncsdk.telemetry import load_registry, load_tracer
 from webhooks._contract import InboxEntry
 from webhooks._metrics import BOUNDS, Gauges, Metrics
 
@@ -118,30 +119,6 @@ class _Delivery:
         self._span.end()
 
 
-def _missing(extra: str, package: str) -> ConfigurationError:
-    return ConfigurationError(
-        f"{package} is not installed: pip install 'asyncsdk[{extra}]' to turn {extra} on"
-    )
-
-
-def _load_registry(metrics: object) -> CollectorRegistry | None:
-    """The registry ``metrics=`` asks for: ``True`` a new one, a registry itself, ``False`` none."""
-    if metrics is False:
-        return None
-    try:
-        from prometheus_client import CollectorRegistry
-    except ImportError:
-        raise _missing("metrics", "prometheus-client") from None
-    if metrics is True:
-        return CollectorRegistry(auto_describe=True)
-    if isinstance(metrics, CollectorRegistry):
-        return metrics
-    raise ConfigurationError(
-        "metrics must be True, False or a prometheus_client.CollectorRegistry, "
-        f"not {type(metrics).__name__}"
-    )
-
-
 class ReceiverTelemetry:
     """Metrics and spans of one receiver: ``WebhookReceiver(telemetry=ReceiverTelemetry(...))``.
 
@@ -161,23 +138,14 @@ class ReceiverTelemetry:
     """
 
     def __init__(self, *, metrics: object = False, tracing: object = False) -> None:
-        self.registry: CollectorRegistry | None = _load_registry(metrics)
-        self._tracer: Tracer | None = None
+        self.registry: CollectorRegistry | None = load_registry(metrics)
+        self._tracer: Tracer | None = load_tracer(tracing, "webhooks")
         self.kinds: dict[str, Any] = {}
         self._handler_seconds: Any = None
         self._bound = False
-        if tracing is not False:
-            try:
-                from opentelemetry import trace
-            except ImportError:
-                raise _missing("tracing", "opentelemetry-api") from None
-            if tracing is not True and not isinstance(tracing, trace.TracerProvider):
-                raise ConfigurationError(
-                    "tracing must be True (the global tracer provider), False or an "
-                    f"opentelemetry.trace.TracerProvider, not {type(tracing).__name__}"
-                )
-            provider = None if tracing is True else tracing
-            self._tracer = trace.get_tracer("webhooks", tracer_provider=provider)
+        if self._tracer is not None:
+            from opentelemetry import trace  # there: the tracer came from it
+
             self.kinds = {
                 "server": trace.SpanKind.SERVER,
                 "consumer": trace.SpanKind.CONSUMER,

@@ -11,9 +11,14 @@ import pytest
 from codeblocks import ROOT
 
 import asyncsdk
+import asyncsdk.telemetry
 import webhooks
 
-PACKAGES = {"asyncsdk": asyncsdk.__all__, "webhooks": webhooks.__all__}
+#: The names each package's reference page documents: its ``__all__`` and its public modules'.
+PACKAGES = {
+    "asyncsdk": [*asyncsdk.__all__, *(f"telemetry.{n}" for n in asyncsdk.telemetry.__all__)],
+    "webhooks": webhooks.__all__,
+}
 #: A phrase of the docstring of each package's main class, as the reference must show it.
 DOCSTRING_TEXT = {
     "asyncsdk": "The asyncio client of the service.",
