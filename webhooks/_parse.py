@@ -180,7 +180,7 @@ def _lone_surrogate(data: Any) -> bool:
 
 def parse_event(data: Any) -> Parsed | Ignored | Rejection:
     """Check and decode an already-decoded JSON value."""
-    if type(data) is not dict and not isinstance(data, Mapping):
+    if not isinstance(data, Mapping):
         return Rejection(400, "invalid", f"the body must be a JSON object, not {_json_type(data)}")
     event = data.get("event", _MISSING)
     if event is _MISSING:
@@ -189,23 +189,9 @@ def parse_event(data: Any) -> Parsed | Ignored | Rejection:
         return Rejection(400, "invalid", f"field 'event' must be a string, not {_json_type(event)}")
     if event != EVENT_PROCESS_COMPLETED:
         return Ignored("unknown_event", f"event type {event[:100]!r} is not handled")
-    process_id = data.get("process_id", _MISSING)
-    order_id = data.get("order_id", _MISSING)
-    tool = data.get("tool", _MISSING)
-    status = data.get("status", _MISSING)
-    if not (
-        type(process_id) is str
-        and process_id
-        and type(order_id) is str
-        and order_id
-        and type(tool) is str
-        and tool
-        and type(status) is str
-        and status
-    ):
-        missing = _missing_string(data)
-        if missing is not None:
-            return missing
+    missing = _missing_string(data)
+    if missing is not None:
+        return missing
     assets = data.get("final_assets", [])
     if assets is None:
         assets = []
@@ -215,24 +201,14 @@ def parse_event(data: Any) -> Parsed | Ignored | Rejection:
         )
     results: list[ResultAsset] = []
     for asset in assets:
-        if type(asset) is not dict and not isinstance(asset, Mapping):
+        if not _is_asset(asset):
             return _bad_asset(assets, asset)
-        asset_id = asset.get("asset_id")
-        if not isinstance(asset_id, str) or not asset_id:
-            return _bad_asset(assets, asset)
-        for value in asset.values():
-            if type(value) is not str:
-                # Not the common case of nothing but strings: check the fields one by one.
-                for name in _ASSET_STRINGS:
-                    if name in asset and not isinstance(asset[name], str):
-                        return _bad_asset(assets, asset)
-                break
         # Every field was checked, so the model is built directly (as the shared converter
         # would: unknown keys ignored, ``temp_src``/``temp_thumbnail_src`` only where ``src`` /
         # ``thumbnail_src`` are absent).
         results.append(
             ResultAsset(
-                asset_id=asset_id,
+                asset_id=asset["asset_id"],
                 src=asset["src"] if "src" in asset else asset.get("temp_src", ""),
                 thumbnail_src=(
                     asset["thumbnail_src"]
@@ -254,6 +230,16 @@ def parse_event(data: Any) -> Parsed | Ignored | Rejection:
     return Parsed(model)
 
 
+def _is_asset(asset: Any) -> bool:
+    """An object whose named fields are strings where present, ``asset_id`` a non-empty one."""
+    if not isinstance(asset, Mapping):
+        return False
+    for name in _ASSET_STRINGS:
+        if name in asset and not isinstance(asset[name], str):
+            return False
+    return bool(asset.get("asset_id"))
+
+
 def _missing_string(data: Mapping[str, Any]) -> Rejection | None:
     """The rejection of the first required field that is not a non-empty string, if any."""
     for name in _REQUIRED_STRINGS:
@@ -270,7 +256,7 @@ def _missing_string(data: Mapping[str, Any]) -> Rejection | None:
 def _bad_asset(assets: list[Any], asset: Any) -> Rejection:
     """Why one result asset is refused (built only when one is)."""
     where = f"final_assets[{next(i for i, a in enumerate(assets) if a is asset)}]"
-    if type(asset) is not dict and not isinstance(asset, Mapping):
+    if not isinstance(asset, Mapping):
         return Rejection(400, "invalid", f"{where} must be an object, not {_json_type(asset)}")
     asset_id = asset.get("asset_id")
     if not isinstance(asset_id, str) or not asset_id:
