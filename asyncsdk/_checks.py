@@ -58,7 +58,7 @@ def method_of(value: object, name: str) -> Callable[..., Any] | None:
     The lookup is the one the call itself makes, so an object that forwards its methods through
     ``__getattr__`` (``tempfile.NamedTemporaryFile``, a web framework's uploaded file, a proxy)
     is answered as it will be used.  ``isinstance`` against a runtime-checkable protocol is not:
-    from Python 3.12 it looks at the class alone.
+    from Python 3.12 it never calls ``__getattr__``.
     """
     try:
         method = getattr(value, name)

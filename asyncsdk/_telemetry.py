@@ -99,7 +99,11 @@ def load_registry(metrics: object) -> CollectorRegistry | None:
 
 
 def load_tracer(tracing: object, name: str) -> Tracer | None:
-    """The tracer ``tracing=`` asks for: ``True`` the global provider's, a provider's, or none."""
+    """The tracer ``tracing=`` asks for: ``True`` the global provider's, a provider's, or none.
+
+    ``name`` is the tracer's name, the instrumentation scope its spans are reported under
+    (``"asyncsdk"`` for the client, ``"webhooks"`` for the receiver).
+    """
     if tracing is False:
         return None
     try:

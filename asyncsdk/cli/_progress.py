@@ -40,9 +40,15 @@ def _is_terminal(stream: TextIO | None) -> bool:
     ``sys.stderr`` is ``None`` under pythonw and in some daemons, and a stand-in installed with
     ``contextlib.redirect_stderr`` may offer only ``write``: no bar on either.
     """
+    if stream is None:
+        return False
     try:
-        return stream is not None and bool(stream.isatty())
-    except (AttributeError, ValueError):  # ValueError: the stream is closed
+        isatty = stream.isatty
+    except AttributeError:  # a stand-in without isatty
+        return False
+    try:
+        return callable(isatty) and bool(isatty())
+    except (ValueError, OSError):  # ValueError: the stream is closed
         return False
 
 

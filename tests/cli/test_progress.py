@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import pty
 import subprocess
@@ -100,3 +101,14 @@ def test_the_demo_draws_no_bar_on_a_stderr_that_only_writes(
     assert code == 0
     assert "5 of 5 done" in capsys.readouterr().out
     assert stand_in.written == []  # no bar, and no traceback either
+
+
+def test_the_demo_draws_no_bar_on_a_closed_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    closed = io.StringIO()
+    closed.close()  # isatty() raises ValueError now
+    with contextlib.redirect_stderr(closed):
+        code = main(["demo", "--out", str(tmp_path / "res"), "--delay", "0.2"])
+    assert code == 0
+    assert "5 of 5 done" in capsys.readouterr().out

@@ -322,8 +322,10 @@ class Forwarding:
 
     def __init__(self, file: io.BufferedIOBase) -> None:
         self.file = file
+        self.asked: set[str] = set()
 
     def __getattr__(self, name: str) -> object:
+        self.asked.add(name)
         return getattr(self.file, name)
 
 
@@ -337,11 +339,13 @@ async def test_file_objects_that_forward_their_methods_are_sent(
         spooled.seek(0)
         await client.orders.create(spooled)
         named = Path(spooled.name).name
-    await client.orders.create(Forwarding(NamedFile(PNG)))
+    forwarding = Forwarding(NamedFile(PNG))
+    await client.orders.create(forwarding)
 
     first, second = (seen.files()[0] for seen in fake.seen)
     assert (first.filename, first.data) == (named, data)
     assert (second.filename, second.data) == ("Front Door.png", PNG)
+    assert "readinto" in forwarding.asked  # read in place, not through read()
 
 
 @pytest.mark.parametrize(

@@ -75,27 +75,44 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
+#: Prints the version of a final release with the GIL ("3 13"), or nothing.
+_PROBE = (
+    "import sys, sysconfig\n"
+    "if sys.version_info.releaselevel == 'final' and not sysconfig.get_config_var("
+    "'Py_GIL_DISABLED'):\n"
+    "    print(*sys.version_info[:2])"
+)
+
+
 def _newest_python() -> str:
-    """The newest CPython from 3.11 on that this machine runs: ``sys.executable`` or newer.
+    """The newest released CPython from 3.12 on that this machine runs (pyenv's included).
 
     Users run the SDK on every Python it supports, and from 3.12 ``isinstance`` against a
-    runtime-checkable protocol asks the class alone, so duck-typed file objects that forward
-    through ``__getattr__`` behave differently there.  pyenv's versions count too.
+    runtime-checkable protocol never calls ``__getattr__``, so duck-typed file objects that
+    forward through it behave differently there.  Without one, this run's Python stands in,
+    except under ``CI=true``, where that fails.
     """
     pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
-    candidates = [sys.executable]
-    for minor in range(sys.version_info.minor + 1, 20):
-        candidates += [str(p / "bin" / "python3") for p in sorted(pyenv.glob(f"3.{minor}.*"))]
+    newest: tuple[tuple[int, ...], str] | None = None
+    for minor in range(12, 20):
+        candidates = [str(p / "bin" / "python3") for p in sorted(pyenv.glob(f"3.{minor}.*"))]
         candidates += filter(None, [shutil.which(f"python3.{minor}")])
-    newest, newest_version = sys.executable, sys.version_info[:2]
-    for python in candidates:
-        probe = _run([python, "-c", "import sys; print(*sys.version_info[:2])"], cwd=Path.cwd())
-        if probe.returncode != 0 or probe.stdout.split() == []:
-            continue  # a pyenv shim of a version that is not selected, say
-        version = tuple(int(part) for part in probe.stdout.split())
-        if version > newest_version:
-            newest, newest_version = python, version
-    return newest
+        for python in candidates:
+            try:
+                probe = _run([python, "-c", _PROBE], cwd=Path.cwd())
+            except OSError:
+                continue  # a folder without its interpreter
+            if probe.returncode != 0 or not probe.stdout.strip():
+                continue  # a pyenv shim of a version not selected, a pre-release, free-threaded
+            version = tuple(int(part) for part in probe.stdout.split())
+            if newest is None or version > newest[0]:
+                newest = (version, python)
+    if newest is None:
+        reason = "no CPython 3.12 or newer on this machine: pyenv install 3.13"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        return sys.executable
+    return newest[1]
 
 
 def _venv(wheel: Path, folder: Path, extra: str, *, python: str = sys.executable) -> Path:
