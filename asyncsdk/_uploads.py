@@ -82,6 +82,17 @@ UploadSource: TypeAlias = (
     | io.BufferedIOBase
     | AsyncIterable[bytes]
 )
+"""What an image is uploaded from.
+
+- a path (``str`` or ``os.PathLike``), opened and closed by the SDK;
+- the bytes themselves;
+- a binary file object: anything with a callable ``read`` (``open(path, "rb")``,
+  ``io.BytesIO``, ``tempfile.NamedTemporaryFile``, a web framework's uploaded file), read from
+  its current position (in place where it has ``readinto``), named after its ``name`` where it
+  has one, and never closed by the SDK;
+- an async iterator of bytes, streamed once, and closed with its ``aclose`` where it has one
+  when the upload is done with it (an async generator's ``finally`` runs).
+"""
 
 
 def sniff_image_type(head: bytes) -> str | None:
