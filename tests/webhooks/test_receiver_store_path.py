@@ -203,7 +203,7 @@ async def test_sqlite_keeps_the_dedup_key_format_of_existing_files(db: Path) -> 
             assert await inbox.put(event, b"x")
     finally:
         await inbox.close()
-    with sqlite3.connect(db) as conn:
+    with contextlib.closing(sqlite3.connect(db)) as conn:  # `with` alone does not close
         keys = [row[0] for row in conn.execute("SELECT dedup_key FROM webhook_inbox ORDER BY id")]
     assert keys == [stored_key(event) for event in events]
 
@@ -237,7 +237,7 @@ async def stored_rows(db: Path, events: list[ProcessCompleted]) -> list[tuple[by
         assert [entry.event for entry in claimed] == events
     finally:
         await inbox.close()
-    with sqlite3.connect(db) as conn:
+    with contextlib.closing(sqlite3.connect(db)) as conn:  # `with` alone does not close
         return [
             (bytes(row[0]), row[1])
             for row in conn.execute("SELECT event, dedup_key FROM webhook_inbox ORDER BY id")
