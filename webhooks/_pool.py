@@ -209,6 +209,9 @@ class WorkerPool:
         """Stop claiming, hand back queued entries, let running ones finish for ``deadline``
         seconds, and release the rest."""
         self._stopping = True
+        # Each loop also ends on ``_stopping`` at its next turn: an inbox call that swallows its
+        # cancellation (a store's client library may) returns, and the loop must not go on.
+        self._wake.set()
         for task in (self._feeder, self._ticker, self._heartbeat):
             if task is not None:
                 task.cancel()
@@ -311,7 +314,7 @@ class WorkerPool:
 
     async def _tick(self) -> None:
         """Wake the feeder every ``poll_interval`` for delayed retries and abandoned claims."""
-        while True:
+        while not self._stopping:
             await asyncio.sleep(self.poll_interval)
             self._poll = True
             self._wake.set()
@@ -349,7 +352,7 @@ class WorkerPool:
     async def _beat(self) -> None:
         interval = max(0.05, self.inbox.claim_timeout / 3)
         last_count = time.monotonic()
-        while True:
+        while not self._stopping:
             await asyncio.sleep(interval)
             held = [*self._running, *(entry.id for entry in self._ready), *self._acker.held]
             if held:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Sequence
 
 from inbox_contract import event
@@ -260,3 +261,35 @@ async def test_a_full_claim_is_followed_by_another_while_entries_wait() -> None:
         assert response.status == 200
         await wait_until(lambda: receiver.metrics.processed == 21, "every entry handled")
     assert sorted(seen.ids) == sorted(["mine", *(f"p-{n}" for n in range(20))])
+
+
+class SwallowingInbox(MemoryInbox):
+    """A memory inbox whose depth count swallows a cancellation (as a store's client library
+    under a user's inbox may) and answers instead."""
+
+    def __init__(self) -> None:
+        super().__init__(claim_timeout=0.15)
+        self.answered = False
+        self.swallowing = True
+        self.hanging = asyncio.Event()
+
+    async def pending_count(self) -> int:
+        if self.answered and self.swallowing:  # the start's count is answered, the next hangs
+            self.hanging.set()
+            with contextlib.suppress(asyncio.CancelledError):  # carries on as if answered
+                await asyncio.sleep(60)
+        self.answered = True
+        return await super().pending_count()
+
+
+async def test_stop_ends_even_when_an_inbox_call_swallows_its_cancellation() -> None:
+    inbox = SwallowingInbox()
+    receiver = receiver_for(inbox, poll_interval=0.01)
+    await receiver.start()
+    # The heartbeat counts the inbox's depth every ten ticks; it is in that call now.
+    await asyncio.wait_for(inbox.hanging.wait(), 10)
+    try:
+        async with asyncio.timeout(10):  # before: the heartbeat looped on, stop() never returned
+            await receiver.stop()
+    finally:
+        inbox.swallowing = False  # should this fail, the loop's teardown can end its tasks
