@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Sequence
 
 from inbox_contract import event
@@ -274,10 +273,14 @@ class SwallowingInbox(MemoryInbox):
         self.hanging = asyncio.Event()
 
     async def pending_count(self) -> int:
-        if self.answered and self.swallowing:  # the start's count is answered, the next hangs
+        if self.answered:  # the start's count is answered, the next hangs
             self.hanging.set()
-            with contextlib.suppress(asyncio.CancelledError):  # carries on as if answered
+            try:
                 await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                if not self.swallowing:
+                    raise
+                # swallowed: carries on as if answered
         self.answered = True
         return await super().pending_count()
 
