@@ -200,9 +200,10 @@ def parse_event(data: Any) -> Parsed | Ignored | Rejection:
             400, "invalid", f"field 'final_assets' must be an array, not {_json_type(assets)}"
         )
     results: list[ResultAsset] = []
-    for asset in assets:
-        if not _is_asset(asset):
-            return _bad_asset(assets, asset)
+    for index, asset in enumerate(assets):
+        fault = _asset_fault(index, asset)
+        if fault is not None:
+            return fault
         # Every field was checked, so the model is built directly (as the shared converter
         # would: unknown keys ignored, ``temp_src``/``temp_thumbnail_src`` only where ``src`` /
         # ``thumbnail_src`` are absent).
@@ -230,16 +231,6 @@ def parse_event(data: Any) -> Parsed | Ignored | Rejection:
     return Parsed(model)
 
 
-def _is_asset(asset: Any) -> bool:
-    """An object whose named fields are strings where present, ``asset_id`` a non-empty one."""
-    if not isinstance(asset, Mapping):
-        return False
-    for name in _ASSET_STRINGS:
-        if name in asset and not isinstance(asset[name], str):
-            return False
-    return bool(asset.get("asset_id"))
-
-
 def _missing_string(data: Mapping[str, Any]) -> Rejection | None:
     """The rejection of the first required field that is not a non-empty string, if any."""
     for name in _REQUIRED_STRINGS:
@@ -253,18 +244,22 @@ def _missing_string(data: Mapping[str, Any]) -> Rejection | None:
     return None
 
 
-def _bad_asset(assets: list[Any], asset: Any) -> Rejection:
-    """Why one result asset is refused (built only when one is)."""
-    where = f"final_assets[{next(i for i, a in enumerate(assets) if a is asset)}]"
+def _asset_fault(index: int, asset: Any) -> Rejection | None:
+    """Why ``final_assets[index]`` is refused, or ``None``: an object whose ``asset_id`` is a
+    non-empty string and whose other named fields are strings where present."""
     if not isinstance(asset, Mapping):
-        return Rejection(400, "invalid", f"{where} must be an object, not {_json_type(asset)}")
+        why = f"must be an object, not {_json_type(asset)}"
+        return Rejection(400, "invalid", f"final_assets[{index}] {why}")
     asset_id = asset.get("asset_id")
     if not isinstance(asset_id, str) or not asset_id:
-        return Rejection(400, "invalid", f"{where}.asset_id must be a non-empty string")
-    name = next(n for n in _ASSET_STRINGS if n in asset and not isinstance(asset[n], str))
-    return Rejection(
-        400, "invalid", f"{where}.{name} must be a string, not {_json_type(asset[name])}"
-    )
+        return Rejection(
+            400, "invalid", f"final_assets[{index}].asset_id must be a non-empty string"
+        )
+    for name in _ASSET_STRINGS:
+        if name in asset and not isinstance(asset[name], str):
+            why = f"must be a string, not {_json_type(asset[name])}"
+            return Rejection(400, "invalid", f"final_assets[{index}].{name} {why}")
+    return None
 
 
 def _json_type(value: Any) -> str:
