@@ -115,10 +115,10 @@ def _newest_python() -> str:
     return newest[1]
 
 
-def _venv(wheel: Path, folder: Path, extra: str, *, python: str = sys.executable) -> Path:
-    """A fresh virtualenv of ``python`` holding the wheel (with ``extra``), pytest and
+def _venv(wheel: Path, folder: Path, extra: str, *, interpreter: str = sys.executable) -> Path:
+    """A fresh virtualenv of ``interpreter`` holding the wheel (with ``extra``), pytest and
     pytest-asyncio."""
-    _ok(_run([python, "-m", "venv", "--without-pip", folder], cwd=folder.parent))
+    _ok(_run([interpreter, "-m", "venv", "--without-pip", folder], cwd=folder.parent))
     python = folder / "bin" / "python"
     requirement = (
         f"asyncsdk[{extra}] @ {wheel.as_uri()}" if extra else f"asyncsdk @ {wheel.as_uri()}"
@@ -278,7 +278,7 @@ def test_the_redis_extra_brings_redis_and_no_pillow(wheel: Path, tmp_path: Path)
 def test_the_sandbox_extra_runs_the_demo_and_the_fixture_on_the_newest_python(
     wheel: Path, tmp_path: Path
 ) -> None:
-    bin_dir = _venv(wheel, tmp_path / "venv", "sandbox", python=_newest_python())
+    bin_dir = _venv(wheel, tmp_path / "venv", "sandbox", interpreter=_newest_python())
     installed = _installed(bin_dir, tmp_path)
     assert "pillow" in installed
     assert "redis" not in installed
