@@ -265,7 +265,8 @@ class ClientTelemetry:
 
         Kept per label values: prometheus-client's ``labels()`` costs about 1.7 us a call, two
         per request, against 0.1 us for this lookup; paid for by the benchmark line ``observe |
-        client get ... metrics: on costs <= 5%`` in ``benchmarks/RESULTS.md``.  Routes are
+        client get: CPU per request, metrics on: costs <= 5% over off`` in
+        ``benchmarks/RESULTS.md``.  Routes are
         templates and statuses few, so the table stays small.
         """
         key = (method, route, status)

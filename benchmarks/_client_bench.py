@@ -10,6 +10,7 @@ Requests/s is wall time; CPU per request is ``time.process_time()`` of the clien
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import time
 from collections.abc import Awaitable, Callable
@@ -42,7 +43,7 @@ Call = Callable[[int], Awaitable[Any]]
 WARMUP_START = 10_000_000
 
 
-async def _drive(total: int, concurrency: int, call: Call, *, start: int = 0) -> None:
+async def drive(total: int, concurrency: int, call: Call, *, start: int = 0) -> None:
     numbers = iter(range(start, start + total))
 
     async def worker() -> None:
@@ -52,11 +53,13 @@ async def _drive(total: int, concurrency: int, call: Call, *, start: int = 0) ->
     await asyncio.gather(*(worker() for _ in range(concurrency)))
 
 
-async def _timed(total: int, concurrency: int, call: Call) -> dict[str, float]:
+async def timed(total: int, concurrency: int, call: Call, *, start: int = 0) -> dict[str, float]:
+    """``total`` calls numbered from ``start``: req/s (wall time) and CPU us per request (every
+    thread of this process)."""
     gc.collect()
     cpu = time.process_time()
     wall = time.perf_counter()
-    await _drive(total, concurrency, call)
+    await drive(total, concurrency, call, start=start)
     wall = time.perf_counter() - wall
     cpu = time.process_time() - cpu
     return {"rps": total / wall, "cpu_us": cpu / total * 1e6, "seconds": wall}
@@ -78,13 +81,14 @@ class _Calls:
         raise NotImplementedError
 
 
-class _Sdk(_Calls):
+class Sdk(_Calls):
     """The client as configured by default: process requests checked against the catalogue
-    (fetched once, during the warm-up, and cached for its TTL)."""
+    (fetched once, during the warm-up, and cached for its TTL).  ``validate=False``: the request
+    is sent as given.  ``observed``: a telemetry mode of ``_observed.py`` (empty: none)."""
 
-    validate = True
-    observed = ""
-    """A mode of ``_observed.py``, or empty: no telemetry."""
+    def __init__(self, *, validate: bool = True, observed: str = "") -> None:
+        self.validate = validate
+        self.observed = observed
 
     async def open(self, base_url: str, api_key: str, concurrency: int) -> None:
         from asyncsdk import Client
@@ -114,30 +118,6 @@ class _Sdk(_Calls):
 
     async def close(self) -> None:
         await self.client.close()
-
-
-class _SdkNoValidate(_Sdk):
-    """``Client(validate=False)``: the request is sent as given."""
-
-    validate = False
-
-
-class _SdkMetrics(_Sdk):
-    """The default client with Prometheus metrics on."""
-
-    observed = "metrics"
-
-
-class _SdkTraced(_Sdk):
-    """The default client with metrics and every span recorded."""
-
-    observed = "traced"
-
-
-class _SdkSampled(_Sdk):
-    """The default client with metrics and one trace in ten recorded."""
-
-    observed = "sampled"
 
 
 class _Aiohttp(_Calls):
@@ -200,12 +180,9 @@ class _Httpx(_Calls):
         await self.client.aclose()
 
 
-_KINDS: Final[dict[str, type[_Calls]]] = {
-    "sdk": _Sdk,
-    "sdk-novalidate": _SdkNoValidate,
-    "sdk-metrics": _SdkMetrics,
-    "sdk-traced": _SdkTraced,
-    "sdk-sampled": _SdkSampled,
+KINDS: Final[dict[str, Callable[[], _Calls]]] = {
+    "sdk": Sdk,
+    "sdk-novalidate": functools.partial(Sdk, validate=False),
     "aiohttp": _Aiohttp,
     "httpx": _Httpx,
 }
@@ -223,14 +200,14 @@ async def job(
     phases: tuple[str, ...] = ("create", "get"),
 ) -> dict[str, Any]:
     """One implementation, one round: ``{"create": {...}, "get": {...}}``."""
-    calls = _KINDS[impl]()
+    calls = KINDS[impl]()
     await calls.open(base_url, api_key, concurrency)
     result: dict[str, Any] = {}
     try:
         for phase in phases:
-            await _drive(warmup, concurrency, getattr(calls, phase), start=WARMUP_START)
+            await drive(warmup, concurrency, getattr(calls, phase), start=WARMUP_START)
         for phase in phases:
-            result[phase] = await _timed(requests, concurrency, getattr(calls, phase))
+            result[phase] = await timed(requests, concurrency, getattr(calls, phase))
     finally:
         await calls.close()
     return result

@@ -1,132 +1,162 @@
-"""Section 6: what metrics and tracing on cost, as the client's and the receiver's ratios.
+"""Section 6: what metrics and tracing on cost, in CPU per request, beside telemetry off.
 
-Each ratio is taken as the other sections take it (the SDK against raw aiohttp; the receiver
-with a ``MemoryInbox`` against the bare aiohttp handler), once with telemetry off and once with
-Prometheus metrics and OpenTelemetry spans on (``_observed.py``: the SDK's batch processor, an
-exporter that drops).  The cost is how much lower the ratio is with it on.
+Each helper process holds telemetry off and every "on" mode at once and takes turns between them
+(``_observe_bench.py``): the client's CPU per request, and the receiver's server CPU per request
+(``MemoryInbox``, no handler).  The cost of a mode is how much more CPU a request takes with it
+on than with telemetry off in the same round of the same process; the figure is the median over
+every round of every run.  On: Prometheus metrics, and for the traced modes OpenTelemetry spans
+through the SDK's batch processor to an exporter that drops them (``_observed.py``).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+import uuid
+from typing import Any, Final
 
 from benchmarks import _plan as goals
+from benchmarks._env import median
+from benchmarks._load import run_load
+from benchmarks._observe_bench import VARIANTS, turn
 from benchmarks._plan import Plan
-from benchmarks._procs import CLIENT_CPU, run_job, serving, which
-from benchmarks._receiver_section import receiver_once
-from benchmarks._shared import Goal, Section, fmt, met_if_measured, paired, runs_of, table, workdir
+from benchmarks._procs import CLIENT_CPU, SERVER_CPU, Child, run_job, serving, which
+from benchmarks._shared import Goal, Section, fmt, met_if_measured, runs_of, table, workdir
 
-MODES = ("metrics", "traced", "sampled")
-"""The "on" variants (``_observed.py``), each held against telemetry off."""
-MODE_NAMES = {
+MODE_NAMES: Final = {
+    "off": "off",
     "metrics": "metrics",
     "traced": "metrics + every span",
     "sampled": "metrics + 1 trace in 10",
 }
-CLIENT_IMPLS = ("aiohttp", "sdk", *(f"sdk-{mode}" for mode in MODES))
-RECEIVER_VARIANTS = ("bare", "", *MODES)
-"""The bare handler, then the receiver (MemoryInbox) off and in each mode."""
+PHASES: Final = ("create", "get")
+ROUNDS_PER_RUN: Final = 4
+"""Turns each helper process takes through the variants: a figure rests on runs x rounds pairs."""
+
+Blocks = dict[str, list[dict[str, Any]]]
+"""Per variant, its blocks in round order (every run's rounds one after the other)."""
 
 
-def _client_runs(plan: Plan) -> dict[str, list[dict[str, Any]]]:
-    results: dict[str, list[dict[str, Any]]] = {impl: [] for impl in CLIENT_IMPLS}
+def _client_blocks(plan: Plan) -> dict[str, Blocks]:
+    """Per phase, the client's blocks."""
+    blocks: dict[str, Blocks] = {phase: {v: [] for v in VARIANTS} for phase in PHASES}
     with serving("_api:serve") as server:
         for _ in range(plan.runs):
-            for impl in CLIENT_IMPLS:
-                job = {
-                    "impl": impl,
-                    "requests": plan.client_requests,
-                    "concurrency": plan.client_concurrency,
-                    "warmup": min(plan.client_warmup, plan.client_requests),
-                    "phases": ["create", "get"],
-                    **server,
-                }
-                results[impl].append(run_job("_client_bench:job", job, cpu=CLIENT_CPU))
-    return results
+            job = {
+                "requests": max(1, plan.client_requests // 4),
+                "concurrency": plan.client_concurrency,
+                "warmup": min(plan.client_warmup, plan.client_requests),
+                "rounds": ROUNDS_PER_RUN,
+                "phases": list(PHASES),
+                **server,
+            }
+            result = run_job("_observe_bench:client_job", job, cpu=CLIENT_CPU, timeout=900)
+            for phase in PHASES:
+                for variant in VARIANTS:
+                    blocks[phase][variant] += result[phase][variant]
+    return blocks
 
 
-def _receiver_runs(plan: Plan) -> dict[str, list[dict[str, Any]]]:
-    connections = max(plan.receiver_connections)
-    results: dict[str, list[dict[str, Any]]] = {v: [] for v in RECEIVER_VARIANTS}
+def _receiver_blocks(plan: Plan, connections: int) -> Blocks:
+    """The receivers' blocks: one load of ``connections`` each, the server's CPU around it."""
+    seconds = max(1, plan.receiver_seconds // 2)
+    blocks: Blocks = {v: [] for v in VARIANTS}
     with workdir("bench-observe-") as folder:
         for _ in range(plan.runs):
-            for variant in RECEIVER_VARIANTS:
-                store, observed = ("bare", "") if variant == "bare" else ("memory", variant)
-                run = receiver_once(
-                    plan, folder, store, False, connections, None, observed=observed
-                )
-                results[variant].append(run)
-    return results
+            child = Child("_observe_bench:serve", {}, cpu=SERVER_CPU)
+            try:
+                urls = child.ready()["urls"]
+                for variant in VARIANTS:
+                    run = uuid.uuid4().hex[:10]
+                    run_load(
+                        urls[variant], connections, plan.receiver_warmup_seconds, folder, run, None
+                    )
+                for number in range(ROUNDS_PER_RUN):
+                    for variant in turn(number):
+                        run = uuid.uuid4().hex[:10]
+                        child.send("mark")
+                        child.recv()
+                        load, _ = run_load(urls[variant], connections, seconds, folder, run, None)
+                        child.send("stats")
+                        cpu_s = child.recv()["cpu_s"]
+                        blocks[variant].append(
+                            {
+                                "rps": load["requests"] / (load["duration_us"] / 1e6),
+                                "cpu_us": cpu_s / max(1, load["requests"]) * 1e6,
+                                "bad": load["errors"] + load["non_2xx"],
+                            }
+                        )
+            finally:
+                child.stop()
+    return blocks
 
 
-def _cost(off: list[float], on: list[float]) -> tuple[float, str]:
-    """1 - on/off of the per-round ratios: the share of the ratio telemetry takes."""
-    costs = [1 - b / a if a else math.nan for a, b in zip(off, on, strict=True)]
-    known = sorted(c for c in costs if not math.isnan(c))
-    cost = known[len(known) // 2] if known else math.nan
-    return cost, runs_of([100 * c for c in costs], 1)
-
-
-def _mid(values: list[float]) -> float:
-    return sorted(values)[len(values) // 2] if values else math.nan
+def costs(blocks: Blocks, mode: str) -> list[float]:
+    """Per round, how much more CPU a request took with ``mode`` on than with telemetry off."""
+    return [
+        on["cpu_us"] / off["cpu_us"] - 1 if off["cpu_us"] else math.nan
+        for off, on in zip(blocks["off"], blocks[mode], strict=True)
+    ]
 
 
 def run_observe(plan: Plan) -> Section:
     section = Section("observe", "6. Metrics and tracing on beside off")
-    clients = _client_runs(plan)
-    receivers = _receiver_runs(plan)
-
-    def rps(runs: list[dict[str, Any]], phase: str | None = None) -> list[float]:
-        return [(run[phase] if phase else run)["rps"] for run in runs]
-
-    # (ratio, off per round, {mode: on per round})
-    measured: list[tuple[str, list[float], dict[str, list[float]]]] = []
-    for phase in ("create", "get"):
-        raw = rps(clients["aiohttp"], phase)
-        off = paired(rps(clients["sdk"], phase), raw)[1]
-        on = {mode: paired(rps(clients[f"sdk-{mode}"], phase), raw)[1] for mode in MODES}
-        measured.append((f"client {phase}: SDK / raw aiohttp req/s", off, on))
-    bare = rps(receivers["bare"])
-    off = paired(rps(receivers[""]), bare)[1]
-    on = {mode: paired(rps(receivers[mode]), bare)[1] for mode in MODES}
+    clients = _client_blocks(plan)
     connections = max(plan.receiver_connections)
-    measured.append((f"receiver, {connections} conns: MemoryInbox / bare req/s", off, on))
+    receivers = _receiver_blocks(plan, connections)
+    measured = [(f"client {phase}: CPU per request", clients[phase]) for phase in PHASES]
+    measured.append((f"receiver, {connections} conns: server CPU per request", receivers))
     if which("wrk") is None:
         section.lines += [
-            "wrk is not installed: the Python load generator may saturate before the receiver, "
-            "which hides part of the receiver's cost.",
+            "wrk is not installed: the receiver's loads come from the Python load generator, "
+            "which may saturate before the server (its CPU per request is still the server's).",
             "",
         ]
     rows: list[list[str]] = []
-    for label, off, on in measured:
-        rows.append([label, "off", f"{fmt(_mid(off), 2)} ({runs_of(off, 2)})", ""])
-        for mode in MODES:
-            cost, per_round = _cost(off, on[mode])
+    for label, blocks in measured:
+        for variant in VARIANTS:
+            cpu = [block["cpu_us"] for block in blocks[variant]]
+            rps = [block["rps"] for block in blocks[variant]]
+            cost_cell = ""
+            if variant != "off":
+                per_round = costs(blocks, variant)
+                cost = median([c for c in per_round if not math.isnan(c)])
+                cost_cell = (
+                    f"**{fmt(100 * cost, 1)} %** ({runs_of([100 * c for c in per_round], 1)})"
+                )
+                section.goals.append(
+                    Goal(
+                        "observe",
+                        f"{label}, {MODE_NAMES[variant]} on: costs <= "
+                        f"{goals.OBSERVED_COST:.0%} over off",
+                        f"{100 * cost:.1f} %",
+                        f"<= {goals.OBSERVED_COST:.0%}",
+                        met_if_measured(cost, cost <= goals.OBSERVED_COST),
+                    )
+                )
             rows.append(
                 [
-                    "",
-                    MODE_NAMES[mode],
-                    f"{fmt(_mid(on[mode]), 2)} ({runs_of(on[mode], 2)})",
-                    f"**{fmt(100 * cost, 1)} %** ({per_round})",
+                    label if variant == "off" else "",
+                    MODE_NAMES[variant],
+                    f"{fmt(median(cpu))} ({runs_of(cpu)})",
+                    fmt(median(rps)),
+                    cost_cell,
                 ]
             )
-            section.goals.append(
-                Goal(
-                    "observe",
-                    f"{label}, {MODE_NAMES[mode]}: on costs <= {goals.OBSERVED_COST:.0%}",
-                    f"{100 * cost:.1f} %",
-                    f"<= {goals.OBSERVED_COST:.0%}",
-                    met_if_measured(cost, cost <= goals.OBSERVED_COST),
-                )
-            )
+    bad = sum(block["bad"] for blocks in receivers.values() for block in blocks)
     section.lines += [
-        f"Median of {plan.runs} round(s); each round measures off and every mode back to back. "
+        f"{plan.runs} helper process(es) per figure, each taking {ROUNDS_PER_RUN} turns through "
+        "telemetry off and the three modes on, in a rotating order; a mode's cost is the "
+        "median, over every turn, of its CPU per request over that of off in the same turn. "
         " On: `ClientTelemetry` / `ReceiverTelemetry` with `metrics=True`, and for the traced "
         "modes an OpenTelemetry SDK `TracerProvider` (batch processor, an exporter that drops "
-        "the spans) recording every span or one trace in ten.  Client: "
-        f"{plan.client_requests:,} requests per phase at concurrency {plan.client_concurrency}.",
+        "the spans) recording every span or one trace in ten.  CPU is `time.process_time()` of "
+        "the measured process (every thread, the span processor's among them).  Client: one "
+        f"`Client` per variant in one process, blocks of {max(1, plan.client_requests // 4):,} "
+        f"requests at concurrency {plan.client_concurrency}.  Receiver: one `WebhookReceiver` "
+        "(`MemoryInbox`, no handler) per variant mounted on one application, "
+        f"{max(1, plan.receiver_seconds // 2)} s loads of {connections} connections flat out; "
+        f"non-2xx answers or errors: {bad}.",
         "",
-        *table(["ratio", "telemetry", "ratio (runs)", "cost of on (runs)"], rows),
+        *table(["figure", "telemetry", "CPU us/req (turns)", "req/s", "cost of on (turns)"], rows),
     ]
     return section

@@ -15,7 +15,7 @@ import contextlib
 import gc
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -124,12 +124,8 @@ async def serve(
     schema: str = "",
     observed: str = "",
 ) -> None:
-    """Serve one variant on 127.0.0.1 until stdin closes (``observed``: a telemetry mode of
-    ``_observed.py``, or empty for none).
-
-    Messages: ``"mark"`` starts the CPU clock (after the warm-up); ``"stats"`` answers the
-    process's CPU seconds since the mark (every thread) and the receiver's counters.
-    """
+    """Serve one variant (:func:`run_server`; ``observed``: a telemetry mode of
+    ``_observed.py``, or empty for none); ``"stats"`` adds the receiver's counters."""
     from webhooks import (
         MemoryInbox,
         PostgresInbox,
@@ -168,6 +164,25 @@ async def serve(
                 await asyncio.sleep(30)
 
         receiver.setup(app, "/hooks/")
+    await run_server(
+        io,
+        app,
+        lambda port: {"url": f"http://127.0.0.1:{port}/hooks/{TOKEN}"},
+        lambda: _stats(receiver),
+    )
+
+
+async def run_server(
+    io: ChildIO,
+    app: web.Application,
+    ready: Callable[[int], dict[str, Any]],
+    counters: Callable[[], dict[str, Any]],
+) -> None:
+    """Serve ``app`` on 127.0.0.1 until stdin closes; ``ready(port)`` is what the parent is told.
+
+    Messages: ``"mark"`` starts the CPU clock (after the warm-up); ``"stats"`` answers the
+    process's CPU seconds since the mark (every thread), its thread waits, and ``counters()``.
+    """
     runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
     await runner.setup()
     try:
@@ -178,7 +193,7 @@ async def serve(
         # app has started, move what start-up made out of the collector's reach, so that full
         # collections walk only what requests create.
         gc.freeze()
-        io.ready({"url": f"http://127.0.0.1:{port}/hooks/{TOKEN}"})
+        io.ready(ready(port))
         cpu, waits = time.process_time(), thread_waits()
         while (message := await io.recv()) is not None:
             if message == "mark":
@@ -189,7 +204,7 @@ async def serve(
                     {
                         "cpu_s": time.process_time() - cpu,
                         "waits": thread_waits() - waits,
-                        **_stats(receiver),
+                        **counters(),
                     }
                 )
     finally:
