@@ -1,4 +1,4 @@
-"""A small run of ``benchmarks/soak.py``: 2,000 deliveries (30 % duplicates, 5 % malformed)
+"""A small run of ``python -m benchmarks.soak``: 2,000 deliveries (30 % duplicates, 5 % malformed)
 through three receiver processes on one Redis, one of them SIGKILLed and replaced mid-run.
 
 Nothing is lost, no duplicate or malformed delivery reaches a handler, and every valid event's
