@@ -26,6 +26,7 @@ from webhooks._contract import Ignored, Parsed, Rejection
 
 __all__ = [
     "EVENT_PROCESS_COMPLETED",
+    "MAX_ID_LENGTH",
     "MAX_JSON_DEPTH",
     "check_content_type",
     "json_depth_exceeds",
@@ -39,6 +40,12 @@ MAX_JSON_DEPTH: Final = 32
 """Deepest nesting of arrays/objects accepted; the real payload is 3 levels deep."""
 
 _REQUIRED_STRINGS: Final = ("process_id", "order_id", "tool", "status")
+MAX_ID_LENGTH: Final = 200
+"""Longest ``process_id``, ``order_id``, ``tool``, ``status`` or ``asset_id`` accepted, in
+characters.  The service's ids are a few dozen.  The bound keeps what a sender chooses small
+whoever sends it: the longest dedup key (the fetch-back form holds ``order_id``, ``process_id``
+and ``status``, at most 4 bytes a character once escaped) stays under the 2,704 bytes of
+PostgreSQL's unique index."""
 _ASSET_STRINGS: Final = (
     "asset_id",
     "asset_type",
@@ -232,15 +239,32 @@ def parse_event(data: Any) -> Parsed | Ignored | Rejection:
 
 
 def _missing_string(data: Mapping[str, Any]) -> Rejection | None:
-    """The rejection of the first required field that is not a non-empty string, if any."""
+    """The rejection of the first required field that is not an id-like string, if any."""
     for name in _REQUIRED_STRINGS:
         value = data.get(name, _MISSING)
         if isinstance(value, str) and value:
-            continue
+            fault = _id_fault(value)
+            if fault is None:
+                continue
+            return Rejection(400, "invalid", f"field {name!r} {fault}")
         if value is _MISSING:
             return Rejection(400, "invalid", f"missing field {name!r} (a non-empty string)")
         shown = "an empty string" if value == "" else _json_type(value)
         return Rejection(400, "invalid", f"field {name!r} must be a non-empty string, not {shown}")
+    return None
+
+
+def _id_fault(value: str) -> str | None:
+    """Why a non-empty string cannot be an id (too long, or holding a control character), or
+    ``None``."""
+    if len(value) > MAX_ID_LENGTH:
+        return (
+            f"is {len(value):,} characters long, over the {MAX_ID_LENGTH} an id may have; "
+            "send the id the service gave"
+        )
+    if not value.isprintable():
+        bad = next(char for char in value if not char.isprintable())
+        return f"holds the unprintable character U+{ord(bad):04X}; send the id the service gave"
     return None
 
 
@@ -255,6 +279,9 @@ def _asset_fault(index: int, asset: Any) -> Rejection | None:
         return Rejection(
             400, "invalid", f"final_assets[{index}].asset_id must be a non-empty string"
         )
+    fault = _id_fault(asset_id)
+    if fault is not None:
+        return Rejection(400, "invalid", f"final_assets[{index}].asset_id {fault}")
     for name in _ASSET_STRINGS:
         if name in asset and not isinstance(asset[name], str):
             why = f"must be a string, not {_json_type(asset[name])}"

@@ -13,9 +13,12 @@ whose ``claim_timeout`` is ``CLAIM_TIMEOUT``::
 from __future__ import annotations
 
 import asyncio
+import json
 import math
+import random
 from typing import Any, Final
 
+import attrs
 import pytest
 from whtools import eventually
 
@@ -60,6 +63,18 @@ class InboxContract:
         assert await inbox.put(event(status="failed"), b"third") is True
         assert await inbox.put(event("p-2"), b"fourth") is True
         assert await inbox.pending_count() == 3
+
+    async def test_the_longest_dedup_key_a_delivery_can_bring_is_stored(self, inbox: Inbox) -> None:
+        # Ids of 200 characters (the receiver refuses longer ones) of 4 bytes each in UTF-8 (CJK
+        # Extension B, drawn at random so that no store can compress them), in the form
+        # fetch-back stores an unconfirmed delivery in: its ``event`` holds the order id too.
+        longest = "".join(map(chr, random.Random(200).sample(range(0x20000, 0x2A6D0), 200)))
+        marked = json.dumps(["unconfirmed", "process.completed", longest], ensure_ascii=False)
+        widest = attrs.evolve(event(longest, status=longest), event=marked, order_id=longest)
+        assert await inbox.put(widest, b"x") is True
+        assert await inbox.put(widest, b"x") is False
+        (entry,) = await inbox.claim_batch("c1", 10)
+        assert entry.event == widest
 
     async def test_concurrent_puts_of_one_key_store_exactly_one(self, inbox: Inbox) -> None:
         results = await asyncio.gather(*(inbox.put(event(), b"x") for _ in range(50)))

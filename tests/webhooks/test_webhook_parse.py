@@ -78,6 +78,36 @@ def test_bad_deliveries_get_a_4xx_with_a_reason(
     assert words in result.reason
 
 
+@pytest.mark.parametrize("field", ["process_id", "order_id", "tool", "status"])
+def test_an_id_past_200_characters_or_with_a_control_character_is_refused(field: str) -> None:
+    for value, words in (
+        ("p" * 201, "201 characters long, over the 200 an id may have"),
+        ("p-1\x1b[2J", "unprintable character U+001B"),
+        ("p-1\x00", "unprintable character U+0000"),
+    ):
+        result = parse_delivery(encode({**payload(), field: value}), CT)
+        assert isinstance(result, Rejection)
+        assert result.status == 400
+        assert f"field {field!r} " in result.reason
+        assert words in result.reason
+        assert "send the id the service gave" in result.reason
+
+
+def test_an_asset_id_is_held_to_the_same_bounds() -> None:
+    asset = {"asset_id": "a" * 300, "temp_src": "https://cdn.example/a.jpg"}
+    result = parse_delivery(encode({**payload(), "final_assets": [asset]}), CT)
+    assert isinstance(result, Rejection)
+    assert "final_assets[0].asset_id is 300 characters long" in result.reason
+
+
+def test_ids_up_to_200_printable_characters_of_any_script_parse() -> None:
+    longest = "é" * 199 + "😀"
+    body = {**payload(process_id=longest, status="failed"), "order_id": longest, "status": longest}
+    result = parse_delivery(encode(body), CT)
+    assert isinstance(result, Parsed)
+    assert result.event.dedup_key == ("process.completed", longest, longest)
+
+
 def test_an_unknown_event_type_is_ignored_not_rejected() -> None:
     result = parse_delivery(b'{"event": "process.started", "whatever": [1]}', CT)
     assert isinstance(result, Ignored)
