@@ -18,7 +18,13 @@ from typing import Any, Final
 
 import attrs
 
-from asyncsdk import ConfigurationError, NotFoundError, ProcessCompleted
+from asyncsdk import (
+    BadRequestError,
+    ConfigurationError,
+    NotFoundError,
+    ProcessCompleted,
+    UnprocessableEntityError,
+)
 from webhooks._contract import (
     AtomicInbox,
     DeliveryInfo,
@@ -46,6 +52,11 @@ Handler = Callable[[ProcessCompleted], Awaitable[None]]
 AtomicHandler = Callable[[ProcessCompleted, Any], Awaitable[None]]
 """``async def handler(event, writes)``: queues its writes on the inbox's buffer (for Redis, a
 :class:`~webhooks.RedisWrites`); they are applied together with the ack."""
+
+#: What the API answers about an id it never gave (unknown, or not an id at all): the delivery
+#: names nothing of this deployment's, and is dropped as forged rather than retried.  An answer
+#: about the request itself (401, 403, 429, 5xx) is retried: the delivery may be genuine.
+_UNKNOWN_TO_THE_API: Final = (NotFoundError, BadRequestError, UnprocessableEntityError)
 
 #: The handlers finished for an entry none has finished yet (never added to).
 _NONE_DONE: Final[frozenset[int]] = frozenset()
@@ -237,8 +248,10 @@ class Dispatcher:
         try:
             async with asyncio.timeout(self.fetch_timeout):
                 order = await self.client.orders.get(delivered.order_id)
-        except NotFoundError:
-            verdict: Confirmed | NotFinished | Forged = Forged(f"no order {delivered.order_id!r}")
+        except _UNKNOWN_TO_THE_API as exc:
+            verdict: Confirmed | NotFinished | Forged = Forged(
+                f"no order {delivered.order_id!r} (the API answered {exc.status})"
+            )
         except Exception as exc:
             await self._fail(entry, f"fetch-back failed: {exc!r}")
             return
@@ -284,7 +297,7 @@ class Dispatcher:
         try:
             async with asyncio.timeout(self.fetch_timeout):
                 process = await self.client.processes.get(delivered.process_id)
-        except NotFoundError:
+        except _UNKNOWN_TO_THE_API:
             logger.warning(
                 "webhook for unknown process %r dropped as forged",
                 delivered.process_id,

@@ -11,6 +11,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from whtools import JSON, Recorder, encode, idle, payload, serve, wait_until
 
+import asyncsdk
 from asyncsdk import NotFoundError, Order, Process, ProcessCompleted, ServerError, structure
 from webhooks import MemoryInbox, NoVerification, WebhookReceiver
 
@@ -38,6 +39,10 @@ class FakeApi:
     async def get_order(self, request: web.Request) -> web.Response:
         order_id = request.match_info["id"]
         self.order_gets.append(order_id)
+        if order_id.startswith("malformed-"):
+            return web.json_response(
+                {"error": "invalid order id", "key": "api_error_invalid_field"}, status=400
+            )
         listed = self.orders.get(order_id)
         if listed is None and order_id == "order-1":
             listed = [pid for pid in self.processes if not self._listed_elsewhere(pid)]
@@ -71,10 +76,10 @@ class ApiProcesses:
 
     def __init__(self, session: aiohttp.ClientSession, base: str) -> None:
         self._session = session
-        self._base = base
+        self.base = base
 
     async def get(self, process_id: str) -> Process:
-        url = f"{self._base}/v3/process/{process_id}"
+        url = f"{self.base}/v3/process/{process_id}"
         async with self._session.get(url, headers={"x-api-key": "test-key"}) as response:
             body = await response.json()
             if response.status == 404:
@@ -192,6 +197,46 @@ async def test_an_unknown_process_is_dropped_as_forged(api: tuple[FakeApi, ApiCl
         await idle(receiver)
     assert seen.events == []
     assert receiver.metrics.forged == 1
+
+
+async def test_an_id_the_api_refuses_as_invalid_is_dropped_as_forged_not_retried(
+    api: tuple[FakeApi, ApiClient],
+) -> None:
+    # The real client over HTTP: a 400 about the order id is the API saying it never gave it.
+    fake, client = api
+    base = client.processes.base
+    async with asyncsdk.Client(api_key="test-key", base_url=base, max_retries=0) as real:
+        receiver = make(real, retry_base=0.01, retry_cap=0.02)
+        seen = Recorder()
+        receiver.on_completed()(seen)
+        async with serve(receiver) as http:
+            delivery = payload("p-1", order_id="malformed-order")
+            assert (await http.post("/hooks/", data=encode(delivery), headers=JSON)).status == 200
+            await idle(receiver)
+    assert seen.events == []
+    assert receiver.metrics.forged == 1
+    assert receiver.metrics.dead_lettered == 0
+    assert fake.order_gets == ["malformed-order"]  # asked once: nothing to retry
+
+
+async def test_a_refused_api_key_is_retried_not_taken_for_a_forgery(
+    api: tuple[FakeApi, ApiClient],
+) -> None:
+    fake, client = api
+    fake.processes["p-1"] = api_process("p-1", "done")
+    async with asyncsdk.Client(
+        api_key="wrong-key", base_url=client.processes.base, max_retries=0
+    ) as real:
+        receiver = make(real, retry_base=0.01, retry_cap=0.02, max_attempts=2)
+        seen = Recorder()
+        receiver.on_completed()(seen)
+        async with serve(receiver) as http:
+            assert (await http.post("/hooks/", data=encode(payload("p-1")), headers=JSON)).ok
+            await idle(receiver)
+    assert seen.events == []
+    assert receiver.metrics.forged == 0
+    assert receiver.metrics.dead_lettered == 1  # kept for a replay once the key is fixed
+    assert fake.gets == ["p-1", "p-1"]
 
 
 async def test_a_process_still_running_is_asked_about_again(
