@@ -23,6 +23,7 @@ __all__ = [
     "exit_code_for",
     "format_table",
     "parse_widgets",
+    "printable",
     "service_settings",
 ]
 
@@ -89,9 +90,18 @@ def parse_widgets(options: Sequence[str]) -> dict[str, str | list[str]]:
     return widgets
 
 
+def printable(text: str) -> str:
+    """``text`` with each unprintable character (the escape sequences a terminal obeys among
+    them) written as its Python escape, so that what a sender put in an id only shows."""
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+
+
 def format_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
-    """Left-aligned columns separated by two spaces, with a rule under the header."""
-    text_rows = [[str(cell) for cell in row] for row in rows]
+    """Left-aligned columns separated by two spaces, with a rule under the header; every cell
+    :func:`printable`."""
+    text_rows = [[printable(str(cell)) for cell in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in text_rows:
         for index, cell in enumerate(row):

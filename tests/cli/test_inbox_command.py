@@ -65,6 +65,32 @@ def lines(capsys: pytest.CaptureFixture[str]) -> list[str]:
     return capsys.readouterr().out.splitlines()
 
 
+async def test_the_dead_letter_table_shows_control_characters_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The receiver refuses such ids; an entry written by another program or an earlier version
+    # may hold them all the same, and the table must not let them drive the terminal.
+    path = tmp_path / "hooks.sqlite3"
+    inbox = SQLiteInbox(path)
+    hostile = "p-1\x1b]0;title\x07\x1b[2J"
+    event = ProcessCompleted(
+        event="process.completed",
+        process_id=hostile,
+        order_id="o-1",
+        tool="tool-virtual-staging",
+        status="failed",
+    )
+    assert await inbox.put(event, b"{}")
+    (entry,) = await inbox.claim_batch("c1", 1)
+    await inbox.dead_letter(entry.id, "gave up")
+    await inbox.close()
+    assert await run_cli("inbox", "dead", "--sqlite", str(path)) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out
+    assert "\x07" not in out
+    assert "p-1\\x1b]0;title\\x07\\x1b[2J" in out
+
+
 async def test_dead_letters_are_listed_replayed_once_and_purged(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
