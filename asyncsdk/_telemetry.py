@@ -19,6 +19,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote
 
+from yarl import URL
+
 from asyncsdk._errors import ConfigurationError
 from asyncsdk._protocol.requests import Request
 
@@ -53,12 +55,14 @@ _WORDS: Final = frozenset(
 )
 
 
-def route_of(path: str) -> tuple[str, dict[str, str]]:
-    """The route template of a request path and the ids it holds.
+def route_of(url: URL) -> tuple[str, dict[str, str]]:
+    """The route template of a request URL's path and the ids it holds.
 
-    ``/v3/process/p-1`` -> ``("/v3/process/{process_id}", {"process_id": "p-1"})``.
+    ``/v3/process/p-1`` -> ``("/v3/process/{process_id}", {"process_id": "p-1"})``.  The path
+    is split as sent, before its percent-escapes are decoded, so that an id holding ``/`` (sent
+    as ``%2F``) stays one id and the templates stay as few as the routes.
     """
-    segments = path.split("/")
+    segments = url.raw_path.split("/")
     ids: dict[str, str] = {}
     for index in range(1, len(segments)):
         name = _ID_AFTER.get(segments[index - 1])
@@ -70,7 +74,7 @@ def route_of(path: str) -> tuple[str, dict[str, str]]:
 
 def log_fields(request: Request) -> dict[str, str]:
     """The ``extra`` of a log record about ``request``: the process id its path names, if any."""
-    _, ids = route_of(request.url.path)
+    _, ids = route_of(request.url)
     return {"process_id": ids["process_id"]} if "process_id" in ids else {}
 
 
@@ -146,7 +150,7 @@ class _Attempt:
     def __init__(self, owner: ClientTelemetry, request: Request, attempt: int) -> None:
         self._owner = owner
         self._method = request.method
-        self._route, ids = route_of(request.url.path)
+        self._route, ids = route_of(request.url)
         self._status = 0
         self._span: Span | None = None
         if owner.tracer is not None:
@@ -293,7 +297,7 @@ class ClientTelemetry:
     def retried(self, request: Request, reason: str) -> None:
         """``request`` is sent again because of ``reason`` (a status or an error type)."""
         if self.retries is not None:
-            route, _ = route_of(request.url.path)
+            route, _ = route_of(request.url)
             self.retries.labels(request.method, route, reason).inc()
 
     @contextmanager

@@ -23,6 +23,7 @@ from asyncsdk import (
     ClientTelemetry,
     ConfigurationError,
     GenerationLimit,
+    NotFoundError,
     ProcessStatus,
     ToolSlug,
 )
@@ -70,6 +71,25 @@ async def test_requests_and_retries_are_counted_by_route_template(
     assert ("asyncsdk_client_retries_total", {**route, "reason": "503"}, 1.0) in found
     assert ("asyncsdk_client_request_duration_seconds_count", route, 2.0) in found
     assert not [s for s in found if "pr-42" in str(s[1])], "no raw id becomes a label"
+
+
+async def test_an_id_holding_a_slash_stays_one_id_and_adds_no_endpoint(
+    fake: FakeService, make_client: MakeClient
+) -> None:
+    # Fetch-back asks about whatever id a delivery names: a slash in it (sent as %2F) must not
+    # turn the rest of the id into a route, or every such id would add a series.
+    provider, exporter = tracing()
+    telemetry = ClientTelemetry(metrics=True, tracing=provider)
+    client = make_client(telemetry=telemetry)
+    for process_id in ("x/1", "x/2", "x/3/y"):
+        with pytest.raises(NotFoundError):
+            await client.processes.get(process_id)
+
+    endpoints = {labels["endpoint"] for _, labels, _ in samples(telemetry) if "endpoint" in labels}
+    assert endpoints == {"/v3/process/{process_id}"}
+    spans = exporter.get_finished_spans()
+    assert [attributes(span)[PROCESS_ID_ATTRIBUTE] for span in spans] == ["x/1", "x/2", "x/3/y"]
+    assert {span.name for span in spans} == {"GET /v3/process/{process_id}"}
 
 
 async def test_each_attempt_is_a_client_span_without_secrets(
