@@ -114,7 +114,7 @@ def _authorized(request: web.Request, token: str | None) -> bool:
     given = request.headers.get(hdrs.AUTHORIZATION, "")
     scheme, _, credentials = given.partition(" ")
     return scheme.lower() == "bearer" and hmac.compare_digest(
-        credentials.strip().encode(), token.encode()
+        credentials.strip().encode("utf-8", "surrogateescape"), token.encode()
     )
 
 

@@ -267,5 +267,6 @@ class StandardWebhooksVerifier:
 
 
 def _signature(key: bytes, msg_id: str, timestamp: int, body: bytes) -> str:
-    signed = f"{msg_id}.{timestamp}.".encode() + body
+    # A header byte that is not UTF-8 reaches here as a surrogate escape: sign the byte itself.
+    signed = f"{msg_id}.{timestamp}.".encode("utf-8", "surrogateescape") + body
     return base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()

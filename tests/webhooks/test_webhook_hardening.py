@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import stat
@@ -66,6 +67,48 @@ async def test_a_signed_timestamp_in_non_ascii_digits_is_refused() -> None:
         headers["webhook-timestamp"] = str(now)
         accepted = await client.post("/hooks/", data=body, headers={**JSON, **headers})
         assert accepted.status == 200
+
+
+async def raw_status(port: int, head: bytes, body: bytes = b"") -> int:
+    """The status of one request written byte for byte (a client library would refuse to send
+    a header value that is not UTF-8)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        length = b"Content-Length: %d\r\n" % len(body)
+        writer.write(head + b"Host: x\r\nConnection: close\r\n" + length + b"\r\n" + body)
+        await writer.drain()
+        status_line = await reader.readline()
+    finally:
+        writer.close()
+        await writer.wait_closed()
+    return int(status_line.split()[1])
+
+
+async def test_header_bytes_that_are_not_utf8_are_refused_not_answered_500(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    receiver = WebhookReceiver(
+        inbox=MemoryInbox(),
+        verifier=StandardWebhooksVerifier(SECRET),
+        metrics_route=True,
+        metrics_token="m" * 20,
+    )
+    body = encode(payload())
+    async with serve(receiver) as client:
+        port = client.port
+        assert port is not None
+        delivery = (
+            b"POST /hooks/ HTTP/1.1\r\nContent-Type: application/json\r\n"
+            b"webhook-id: msg_\xff\r\nwebhook-timestamp: %d\r\n"
+            b"webhook-signature: v1,AAAA\r\n" % int(time.time())
+        )
+        assert await raw_status(port, delivery, body) == 401
+        for credentials in (b"Bearer \xff\xfe", b"Bearer caf\xe9"):
+            scrape = b"GET /hooks/metrics HTTP/1.1\r\nAuthorization: " + credentials + b"\r\n"
+            assert await raw_status(port, scrape) == 401
+    tracebacks = [r.getMessage() for r in caplog.records if r.exc_info is not None]
+    assert tracebacks == []
 
 
 @pytest.mark.parametrize(
