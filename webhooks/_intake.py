@@ -359,22 +359,27 @@ class RedactingAccessLogger(AccessLogger):
         super().log(request, response, time)
 
 
+def _receivers(app: web.Application, mount: str = "") -> Iterator[tuple[str, tuple[str, ...]]]:
+    """Each receiver served by ``app`` (mounted at ``mount``) or by a sub-application of it, at
+    any depth: its mount point and its live path tokens."""
+    if INTAKE_KEY in app:
+        yield mount, app[INTAKE_KEY].verifier.path_tokens
+    for resource in app.router.resources():
+        if isinstance(resource, web.PrefixedSubAppResource):
+            info = resource.get_info()  # a nested prefix is the whole path from the root
+            yield from _receivers(info["app"], info["prefix"].rstrip("/"))
+
+
 def _redacted_target(request: web.Request) -> str | None:
     """The request target with everything below a receiver's mount point, and every live path
     token of a receiver, as ``***``; ``None`` when there is nothing to hide."""
     url = request.rel_url
+    apps = request.match_info.apps
     mounts: list[str] = []
     tokens: set[str] = set()
-    for app in request.match_info.apps:
-        if INTAKE_KEY in app:
-            mounts.append("")  # the receiver's own app serves at the root
-            tokens.update(app[INTAKE_KEY].verifier.path_tokens)
-        for resource in app.router.resources():
-            if isinstance(resource, web.PrefixedSubAppResource):
-                info = resource.get_info()
-                if INTAKE_KEY in info["app"]:
-                    mounts.append(info["prefix"].rstrip("/"))
-                    tokens.update(info["app"][INTAKE_KEY].verifier.path_tokens)
+    for mount, path_tokens in _receivers(apps[0] if apps else request.app):
+        mounts.append(mount)
+        tokens.update(path_tokens)
     token = request.match_info.get(TOKEN_PARAM)
     if token:
         tokens.add(token)

@@ -18,19 +18,8 @@ OLD_TOKEN = "old-" + secrets.token_urlsafe(32)
 FORMAT = '%a "%r" %s "%{Referer}i"'
 
 
-@pytest.fixture
-async def base_url() -> AsyncIterator[str]:
-    """A host app with the receiver set up at /hooks/, served with the redacting access log."""
-    receiver = WebhookReceiver(
-        inbox=MemoryInbox(), verifier=TokenVerifier([TOKEN, OLD_TOKEN]), poll_interval=0.05
-    )
-    app = web.Application()
-
-    async def home(_: web.Request) -> web.Response:
-        return web.Response(text="host app")
-
-    app.router.add_get("/", home)
-    receiver.setup(app, prefix="/hooks/")
+async def served(app: web.Application) -> AsyncIterator[str]:
+    """``app`` served on 127.0.0.1 with the redacting access log; its base URL."""
     runner = web.AppRunner(
         app,
         access_log_class=RedactingAccessLogger,
@@ -46,6 +35,37 @@ async def base_url() -> AsyncIterator[str]:
         yield f"http://127.0.0.1:{runner.addresses[0][1]}"
     finally:
         await runner.cleanup()
+
+
+def receiver() -> WebhookReceiver:
+    return WebhookReceiver(
+        inbox=MemoryInbox(), verifier=TokenVerifier([TOKEN, OLD_TOKEN]), poll_interval=0.05
+    )
+
+
+@pytest.fixture
+async def base_url() -> AsyncIterator[str]:
+    """A host app with the receiver set up at /hooks/, served with the redacting access log."""
+    app = web.Application()
+
+    async def home(_: web.Request) -> web.Response:
+        return web.Response(text="host app")
+
+    app.router.add_get("/", home)
+    receiver().setup(app, prefix="/hooks/")
+    async for url in served(app):
+        yield url
+
+
+@pytest.fixture
+async def nested_url() -> AsyncIterator[str]:
+    """The receiver set up at /hooks/ of an app that the host mounts at /api/."""
+    api = web.Application()
+    receiver().setup(api, prefix="/hooks/")
+    app = web.Application()
+    app.add_subapp("/api/", api)
+    async for url in served(app):
+        yield url
 
 
 def escaped(token: str) -> str:
@@ -89,6 +109,36 @@ async def test_a_live_token_is_hidden_in_every_request_line(
     assert TOKEN not in line
     assert OLD_TOKEN not in line
     assert escaped(TOKEN) not in line
+
+
+@pytest.mark.parametrize(
+    ("target", "status"),
+    [
+        (f"/api/hooks/{TOKEN}", 200),
+        (f"/API/hooks/{TOKEN}", 404),  # a miss at the host's own level
+        (f"/api/HOOKS/{TOKEN}", 404),  # a miss inside the mounted app
+        (f"/api/other?token={OLD_TOKEN}", 404),
+    ],
+)
+async def test_a_live_token_is_hidden_when_the_receiver_sits_in_a_nested_app(
+    nested_url: str, target: str, status: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="aiohttp.access")
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(
+            nested_url + target,
+            data=encode(payload()),
+            headers={"Content-Type": "application/json"},
+        ) as response,
+    ):
+        assert response.status == status
+        await response.read()
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "aiohttp.access"]
+    assert f" {status} " in line
+    assert "***" in line
+    assert TOKEN not in line
+    assert OLD_TOKEN not in line
 
 
 async def test_lines_without_a_token_are_logged_as_they_came(
