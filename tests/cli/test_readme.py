@@ -73,6 +73,14 @@ async def test_readme_quickstart(
                 assert response.status == 202
                 assert (await response.json())["status"] == "processing"
             assert time.monotonic() - started < 5
+            polled = sb.stats.requests["GET /v3/process/{id}"]
+            assert polled == 1  # no webhook by half-time: the service was asked once
+
+            # An id the service never made: 404, once the service has said so.
+            async with session.get(server.make_url("/stage/no-such-process")) as response:
+                assert response.status == 404
+                assert "no process 'no-such-process'" in await response.text()
+            assert sb.stats.requests["GET /v3/process/{id}"] == polled + 1
 
             # The generation window full: 429 with when to come back, and nothing uploaded.
             app[namespace["CLIENT"]].generation_limit.refused()
@@ -81,8 +89,8 @@ async def test_readme_quickstart(
                 assert int(response.headers["Retry-After"]) >= 1
             assert sb.stats.orders_created == 2
         assert sb.stats.processes_created == 2
-        # The results came by webhook: no process was ever polled.
-        assert sb.stats.requests["GET /v3/process/{id}"] == 0
+        # The finished process's result came by webhook: it was never polled.
+        assert sb.stats.requests["GET /v3/process/{id}"] == 2
         assert any(d.delivered for d in sb.stats.deliveries)
     assert (tmp_path / "webhooks.sqlite3").exists()
     access = "\n".join(record.getMessage() for record in caplog.records)

@@ -24,15 +24,17 @@ def first_example() -> str:
 
 
 async def test_the_mounting_example_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WEBHOOK_TOKEN", TOKEN)
+    monkeypatch.setenv("ASYNCSDK_WEBHOOK_TOKEN", TOKEN)
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, Any] = {}
     exec(compile(first_example(), str(DOC), "exec"), namespace)  # noqa: S102 - our own doc
     app: web.Application = namespace["app"]
-    assert namespace["run_options"] == {"access_log_class": RedactingAccessLogger}
+    run_options = namespace["run_options"]
+    # Beside the sandbox's 8080, as the getting-started page serves it.
+    assert run_options == {"port": 8081, "access_log_class": RedactingAccessLogger}
     receiver = app[RECEIVER_KEY]
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server(**namespace["run_options"])
+    server = TestServer(app, host="127.0.0.1")  # port 0 here: tests run side by side
+    await server.start_server(access_log_class=run_options["access_log_class"])
     async with TestClient(server) as client:
         response = await client.post(f"/hooks/{TOKEN}", data=encode(payload()), headers=JSON)
         assert await response.json() == {"status": "accepted"}
