@@ -116,8 +116,9 @@ class V1MappingError(ValidationError):
 class CatalogueError(ValidationError):
     """A process request does not fit the tool catalogue; nothing was sent.
 
-    ``tool``, ``widget`` and ``item`` name what is wrong where known; ``valid`` lists the accepted
-    values (short forms) and ``suggestion`` the closest one, when there is one.
+    ``tool``, ``widget`` and ``item`` name what is wrong where known (``handle``: the widget's
+    short name, as ``widgets=`` and the command line's ``-w NAME=VALUE`` take it); ``valid`` lists
+    the accepted values (short forms) and ``suggestion`` the closest one, when there is one.
     """
 
     def __init__(
@@ -129,10 +130,12 @@ class CatalogueError(ValidationError):
         item: str = "",
         valid: Iterable[str] = (),
         suggestion: str | None = None,
+        handle: str = "",
     ) -> None:
         super().__init__(message)
         self.tool = tool
         self.widget = widget
+        self.handle = handle
         self.item = item
         self.valid = tuple(valid)
         self.suggestion = suggestion

@@ -190,6 +190,7 @@ def plan_widgets_checked(
             tool=tool,
             widget=widget.slug,
             valid=valid,
+            handle=handle,
         )
 
     selected = {item.slug for _, items in chosen.values() for item in items}

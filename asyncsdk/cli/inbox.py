@@ -166,9 +166,12 @@ async def _each_dead(args: argparse.Namespace, verb: str, done: str, act: Any) -
         for entry_id in ids:
             try:
                 await act(inbox, entry_id)
-            except UnknownEntryError as exc:
+            except UnknownEntryError:
                 missing += 1
-                sys.stderr.write(f"error: {exc}\n")
+                sys.stderr.write(
+                    f"error: no dead letter with id {entry_id!r}; 'asyncsdk inbox dead' lists "
+                    "them, with the same store options\n"
+                )
             else:
                 print(f"{done} {entry_id}")
         return EXIT_FAILED if missing else EXIT_OK

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import attrs
 
-from asyncsdk import ACCEPTED_EXTENSIONS, Client, ResultWaiter, ToolSlug
+from asyncsdk import ACCEPTED_EXTENSIONS, Client, MissingWidgetError, ResultWaiter, ToolSlug
 from asyncsdk.cli import _report
 from asyncsdk.cli._batch import Batch
 from asyncsdk.cli._common import EXIT_OK, UsageError, parse_widgets, service_settings
@@ -304,7 +304,14 @@ async def run(args: argparse.Namespace) -> int:
         # Jobs are known by the tool's slug and the widgets' full slugs, however they were
         # spelled on the command line: another spelling must not pay for a photo twice, and
         # other widgets never share a result file name.
-        tool, wire_widgets = await runner.check(specs[0])
+        try:
+            tool, wire_widgets = await runner.check(specs[0])
+        except MissingWidgetError as exc:
+            raise UsageError(
+                f"{exc.tool!r} needs the widget {exc.handle!r}: add -w {exc.handle}=VALUE, "
+                f"VALUE one of {', '.join(exc.valid)} ('asyncsdk widgets {exc.tool}' lists "
+                "every widget)"
+            ) from exc
         digest = widgets_digest(wire_widgets)
         specs = [attrs.evolve(spec, widgets_digest=digest) for spec in specs]
         plan, results = _plan(specs, records, args, service, tool, wire_widgets)

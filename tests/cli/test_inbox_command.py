@@ -121,7 +121,10 @@ async def test_dead_letters_are_listed_replayed_once_and_purged(
     assert lines(capsys) == [f"purged {dead['p-2']['id']}"]
     # Neither is a dead letter any more.
     assert await run_cli("inbox", "replay", "--sqlite", path, dead["p-1"]["id"]) == 1
-    assert "no dead letter" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        f"error: no dead letter with id {dead['p-1']['id']!r}; 'asyncsdk inbox dead' lists them, "
+        "with the same store options\n"
+    )
     assert await run_cli("inbox", "stats", "--sqlite", path, "--json") == 0
     assert json.loads(lines(capsys)[0])["dead"] == 0
 

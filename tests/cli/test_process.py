@@ -208,6 +208,27 @@ async def test_an_unknown_widget_value_costs_nothing(
     assert err.count("\n") == 1
 
 
+async def test_a_missing_widget_is_named_as_the_command_line_takes_it(
+    photos: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    async with Sandbox(SandboxConfig()) as sb:
+        monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
+        code = await run_cli(
+            "process", "tool-virtual-staging", photos, "-w", "space=bedroom",
+            "--out", tmp_path / "out", "--base-url", sb.base_url,
+        )  # fmt: skip
+        assert code == 2
+        assert sb.stats.orders_created == 0
+    err = capsys.readouterr().err
+    assert err.startswith("error: 'tool-virtual-staging' needs the widget 'style': add -w style=")
+    assert "modern" in err
+    assert "asyncsdk widgets tool-virtual-staging" in err
+    assert "widgets={" not in err
+
+
 async def test_a_changed_photo_or_other_widgets_make_a_new_job(
     photos: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
