@@ -108,10 +108,14 @@ def v1_service_to_tool(service_name: str, *, catalogue: Catalogue | None = None)
                 return found.slug
         if candidate in _DOCUMENTED_TOOLS:
             return candidate
-    known = ", ".join(sorted(_SERVICES))
+    known = sorted(
+        {*_SERVICES, *(f"service-ai-{t.removeprefix('tool-')}" for t in _DOCUMENTED_TOOLS)}
+    )
     raise V1MappingError(
-        f"the V3 tool for the V1 service {service_name!r} is not known (known: {known}). "
-        "Pick the V3 tool slug from the catalogue (client.tools.list()) and pass tool=... directly"
+        f"the V3 tool for the V1 service {service_name!r} is not known (known: {', '.join(known)};"
+        " with catalogue=, any service-ai-<x> whose tool-<x> it lists). Pick the V3 tool from "
+        "client.tools.list() and create the process with it: client.processes.create(order_id, "
+        "tool, widgets=...)"
     )
 
 
@@ -147,7 +151,8 @@ def v1_space_to_item(
         return widget_slug, f"item-{value}-{widget_slug}"
     raise V1MappingError(
         f"the V3 item for the V1 space {space_name!r} of {tool!r} is not known without the "
-        "catalogue: pass catalogue=await cache.catalogue(tool) to check it there, or pick the item "
+        "catalogue: pass catalogue=await client.catalogue.catalogue(tool) to check it there, or "
+        "pick the item "
         f"from client.tools.widgets({tool!r}) and pass widgets={{'space': ...}} directly"
     )
 

@@ -33,7 +33,11 @@ def test_unknown_service_says_what_to_do() -> None:
         v1_service_to_tool("service-ai-teleport")
     message = str(caught.value)
     assert "is not known" in message
-    assert "pass tool=... directly" in message
+    # Every name that maps is listed, and the fix is a call that exists.
+    for name in ("service-ai-virtual-staging", "service-ai-day-to-dusk"):
+        assert name in message
+        assert v1_service_to_tool(name)
+    assert "client.processes.create(order_id, tool, widgets=...)" in message
 
 
 def test_service_pattern_checked_against_the_catalogue(catalogue: Catalogue) -> None:
