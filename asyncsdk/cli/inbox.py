@@ -56,7 +56,11 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     where.add_argument("--postgres", metavar="DSN", help="a PostgresInbox, e.g. postgresql://h/db")
     where.add_argument("--sqlite", metavar="PATH", type=Path, help="a SQLiteInbox file")
     store.add_argument(
-        "--prefix", default=DEFAULT_PREFIX, help=f"Redis key prefix (default {DEFAULT_PREFIX!r})"
+        "--prefix",
+        "--redis-prefix",  # as 'asyncsdk receiver' spells it
+        dest="prefix",
+        default=DEFAULT_PREFIX,
+        help=f"Redis key prefix (default {DEFAULT_PREFIX!r})",
     )
     store.add_argument(
         "--schema", default=DEFAULT_SCHEMA, help=f"PostgreSQL schema (default {DEFAULT_SCHEMA!r})"
@@ -98,7 +102,52 @@ def _open(args: argparse.Namespace) -> InspectableInbox:
     return SQLiteInbox(path)
 
 
+async def _check_place(args: argparse.Namespace) -> None:
+    """Refuse a PostgreSQL schema without an inbox table (opening the inbox would create one
+    there), and warn about a Redis prefix with nothing under it: both are most often a --schema
+    or --prefix other than the receivers'."""
+    if args.postgres is not None:
+        import asyncpg
+
+        try:
+            conn = await asyncpg.connect(args.postgres)
+            try:
+                found = await conn.fetchval(
+                    "SELECT to_regclass(format('%I.inbox', $1::text)) IS NOT NULL", args.schema
+                )
+            finally:
+                await conn.close()
+        except (OSError, asyncpg.PostgresError) as exc:
+            raise ConnectionError(f"the inbox cannot be reached: {exc}") from exc
+        if not found:
+            raise UsageError(
+                f"no inbox in the schema {args.schema!r} of that database; pass the --schema "
+                "the receivers use (they create it when they start)"
+            )
+    elif args.redis is not None:
+        import redis.asyncio
+
+        client = redis.asyncio.Redis.from_url(args.redis)
+        pattern = "".join("\\" + c if c in "*?[]\\" else c for c in args.prefix) + "*"
+        stored = False
+        try:
+            async for _ in client.scan_iter(match=pattern, count=1000):
+                stored = True
+                break
+        except (OSError, redis.RedisError) as exc:
+            raise ConnectionError(f"the inbox cannot be reached: {exc}") from exc
+        finally:
+            await client.aclose()
+        if not stored:
+            sys.stderr.write(
+                f"warning: nothing is stored under the prefix {args.prefix!r} at that Redis (a "
+                "receiver's keys appear with its first delivery); is it the prefix the receivers "
+                "use?\n"
+            )
+
+
 async def _with_inbox(args: argparse.Namespace, action: Any) -> int:
+    await _check_place(args)
     inbox = _open(args)
     try:
         code: int = await action(inbox)

@@ -200,6 +200,11 @@ async def test_the_redis_inbox_by_url_and_prefix(
     finally:
         await inbox.close()
     await check_store(["--redis", redis_url, "--prefix", redis_prefix], capsys)
+    # The receiver command's spelling of the option names the same inbox.
+    assert (
+        await run_cli("inbox", "stats", "--redis", redis_url, "--redis-prefix", redis_prefix) == 0
+    )
+    assert "warning" not in capsys.readouterr().err
 
 
 @pytest.mark.postgres
@@ -212,3 +217,37 @@ async def test_the_postgres_inbox_by_dsn_and_schema(
     finally:
         await inbox.close()
     await check_store(["--postgres", postgres_dsn, "--schema", postgres_schema], capsys)
+
+
+@pytest.mark.postgres
+async def test_a_schema_without_an_inbox_is_refused_and_left_uncreated(
+    postgres_dsn: str, postgres_schema: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import asyncpg
+
+    assert (
+        await run_cli("inbox", "stats", "--postgres", postgres_dsn, "--schema", postgres_schema)
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert f"no inbox in the schema {postgres_schema!r}" in err
+    assert "--schema the receivers use" in err
+    conn = await asyncpg.connect(postgres_dsn)
+    try:
+        created = await conn.fetchval(
+            "SELECT count(*) FROM information_schema.schemata WHERE schema_name = $1",
+            postgres_schema,
+        )
+    finally:
+        await conn.close()
+    assert created == 0
+
+
+@pytest.mark.redis
+async def test_a_prefix_with_nothing_under_it_is_reported_beside_the_zeros(
+    redis_url: str, redis_prefix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert await run_cli("inbox", "stats", "--redis", redis_url, "--prefix", redis_prefix) == 0
+    captured = capsys.readouterr()
+    assert f"warning: nothing is stored under the prefix {redis_prefix!r}" in captured.err
+    assert "0" in captured.out
