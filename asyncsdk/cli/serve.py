@@ -24,8 +24,8 @@ from aiohttp import web
 from asyncsdk import ProcessCompleted
 from asyncsdk.cli._common import UsageError
 from asyncsdk.cli._local import serve_app
+from asyncsdk.sandbox.__main__ import bind_failure, config_from_args
 from asyncsdk.sandbox.__main__ import build_parser as sandbox_options
-from asyncsdk.sandbox.__main__ import config_from_args
 from webhooks import (
     Inbox,
     MemoryInbox,
@@ -120,15 +120,20 @@ async def run_sandbox(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     with stop_signals() as stopped:
-        async with Sandbox(
-            config, host=args.host, port=args.port, port_file=args.port_file
-        ) as sandbox:
+        sandbox = Sandbox(config, host=args.host, port=args.port, port_file=args.port_file)
+        try:
+            await sandbox.start()
+        except OSError as exc:
+            raise UsageError(bind_failure(exc, args.host, args.port)) from exc
+        try:
             url, key = sandbox.base_url, sandbox.api_key
             print(f"sandbox serving on {url}")
             print(f"  API key: {key}")
             print(f"  export ASYNCSDK_BASE_URL={url} ASYNCSDK_API_KEY={key}")
             print("Ctrl-C to stop", flush=True)
             await stopped.wait()
+        finally:
+            await sandbox.stop()
     print("sandbox stopped", flush=True)
     return 0
 

@@ -5,19 +5,24 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import signal
+import sys
 from pathlib import Path
 
+from asyncsdk._errors import ConfigurationError
 from asyncsdk.sandbox._config import SandboxConfig
 
-__all__ = ["build_parser", "config_from_args", "main"]
+__all__ = ["bind_failure", "build_parser", "config_from_args", "main"]
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """The sandbox's command-line options (a CLI may pass its own sub-parser to fill)."""
     p = parser or argparse.ArgumentParser(prog="python -m asyncsdk.sandbox", description=__doc__)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8080, help="port to bind; 0 picks a free one")
+    p.add_argument(
+        "--port", type=int, default=8080, help="port to bind (default 8080); 0 picks a free one"
+    )
     p.add_argument(
         "--port-file",
         type=Path,
@@ -61,6 +66,16 @@ def config_from_args(args: argparse.Namespace) -> SandboxConfig:
     )
 
 
+def bind_failure(exc: OSError, host: str, port: int) -> str:
+    """What to tell the user whose sandbox could not bind ``host``:``port``."""
+    if exc.errno == errno.EADDRINUSE:
+        return (
+            f"port {port} on {host} is in use (another sandbox, or the app it serves?); pass "
+            "--port N for another, or --port 0 for a free one"
+        )
+    return f"cannot serve on {host}:{port}: {exc.strerror or exc}; check --host and --port"
+
+
 async def _serve_until_signalled(args: argparse.Namespace) -> None:
     """Serve; SIGTERM and SIGINT stop the server cleanly (its temporary files are removed)."""
     task = asyncio.current_task()
@@ -77,8 +92,15 @@ async def _serve_until_signalled(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve_until_signalled(args))
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(_serve_until_signalled(args))
+    except ConfigurationError as exc:  # Pillow missing: one line that names the extra
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+    except OSError as exc:
+        sys.stderr.write(f"error: {bind_failure(exc, args.host, args.port)}\n")
+        return 1
     return 0
 
 

@@ -6,6 +6,7 @@ import json
 import re
 import secrets
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -94,6 +95,30 @@ def test_sandbox_serves_until_sigterm(tmp_path: Path, stopper: list[subprocess.P
     assert child.returncode == 0
     assert "sandbox stopped" in out
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", [["asyncsdk", "sandbox"], ["asyncsdk.sandbox"]])
+def test_a_port_in_use_is_one_line_that_names_the_option(
+    tmp_path: Path, command: list[str]
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", *command, "--port", str(port)],
+            cwd=tmp_path,
+            env=subprocess_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode != 0
+    assert done.stderr == (
+        f"error: port {port} on 127.0.0.1 is in use (another sandbox, or the app it serves?); "
+        "pass --port N for another, or --port 0 for a free one\n"
+    )
 
 
 def test_receiver_writes_events_as_json_lines(

@@ -232,6 +232,9 @@ async def test_the_core_install_runs_everything_but_the_sandbox(
 
     code, out, err = await _cli(bin_dir, "demo", "--out", tmp_path / "demo", env={})
     assert (code, out, err) == (2, "", MISSING_PILLOW + "\n")
+    # The emulator's own entry point says the same, in one line.
+    served = _run([bin_dir / "python", "-m", "asyncsdk.sandbox", "--port", "0"], cwd=tmp_path)
+    assert (served.returncode, served.stdout, served.stderr) == (2, "", MISSING_PILLOW + "\n")
 
     await _receiver_starts_and_stops(bin_dir)
 
