@@ -243,7 +243,18 @@ class RemoteWaiters:
                 return  # closed while the store's connections were being opened
             except Exception as exc:  # drivers raise many types; all mean "listen again"
                 self._live.clear()
-                self.wording.logger.warning(self.wording.lost, self.channel, exc, backoff.seconds)
+                if self._subscriptions:
+                    self.wording.logger.warning(
+                        self.wording.lost, self.channel, exc, backoff.seconds
+                    )
+                else:  # never live yet: nothing was lost
+                    self.wording.logger.warning(
+                        "cannot listen on %s on %s yet (%r); trying again in %.2f s",
+                        self.channel,
+                        self.wording.store,
+                        exc,
+                        backoff.seconds,
+                    )
                 await backoff.sleep()
 
     async def _read(self) -> None:

@@ -105,10 +105,14 @@ async def test_result_keys_are_under_the_prefix_and_expire(
     assert 110_000 < await raw_redis.pttl(keys[0]) <= 120_000
 
 
-async def test_unreachable_redis_is_reported() -> None:
+async def test_unreachable_redis_is_reported(caplog: pytest.LogCaptureFixture) -> None:
     registry = RedisRegistry("redis://127.0.0.1:1/0")
     with pytest.raises(RegistryUnavailableError, match="cannot be reached"):
         await registry.resolve(completed())
     with pytest.raises(RegistryUnavailableError, match="is the server running"):
         await registry.start(timeout=0.3)
     assert registry.closed
+    # Never subscribed, so nothing was lost: the log says it cannot listen yet.
+    warnings = [r.getMessage() for r in caplog.records if r.name.startswith("webhooks")]
+    assert warnings
+    assert all("cannot listen on" in w and "on Redis yet" in w for w in warnings), warnings
