@@ -27,6 +27,7 @@ __all__ = [
     "about",
     "least_time",
     "parse_limit",
+    "roughly",
     "slots",
     "span",
 ]
@@ -102,11 +103,16 @@ def about(seconds: float) -> str:
     return f"{hours} h {rest} min" if rest else f"{hours} h"
 
 
+def roughly(seconds: float) -> str:
+    """``about 45 min``, or ``under a minute``."""
+    return "under a minute" if seconds < 60 else f"about {about(seconds)}"
+
+
 def waiting_message(now: float, next_at: float, left: int, last_at: float) -> str:
     """``waiting for a generation slot: next in 3 m 12 s, 41 left, about 45 min``."""
     return (
         f"waiting for a generation slot: next in {span(next_at - now)}, {left} left, "
-        f"about {about(last_at - now)}"
+        f"{roughly(last_at - now)}"
     )
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from asyncsdk.cli._common import format_table
 from asyncsdk.cli._jobs import JobResult
-from asyncsdk.cli._pace import GenerationPace, about, span
+from asyncsdk.cli._pace import GenerationPace, roughly, span
 from asyncsdk.cli._state import FAILED
 
 __all__ = ["announce", "dry_run", "results_table", "summary", "timing"]
@@ -77,6 +77,6 @@ def dry_run(
     else:
         lines.append(
             f"dry run: would create {generations} process(es); at {limit} the last starts in "
-            f"about {about(least)}, then it is processed"
+            f"{roughly(least)}, then it is processed"
         )
     return "\n".join(lines)

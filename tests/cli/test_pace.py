@@ -31,7 +31,7 @@ from .conftest import run_cli
 STAGING = ["tool-virtual-staging", "-w", "space=bedroom"]
 MODERN = [*STAGING, "-w", "style=modern"]
 WAITING = re.compile(
-    r"^waiting for a generation slot: next in \d+ s, (\d+) left, about under a minute$", re.M
+    r"^waiting for a generation slot: next in \d+ s, (\d+) left, under a minute$", re.M
 )
 
 
