@@ -10,7 +10,7 @@ import signal
 import sys
 from pathlib import Path
 
-from asyncsdk._errors import ConfigurationError
+from asyncsdk import ConfigurationError
 from asyncsdk.sandbox._config import SandboxConfig
 
 __all__ = ["bind_failure", "build_parser", "config_from_args", "main"]
