@@ -52,6 +52,7 @@ from webhooks import (
 EXAMPLES: Final = 400
 MAX_BODY: Final = 16 * 1024
 MAX_DEPTH: Final = 32  # documented: "too deep JSON" is refused
+MAX_ID: Final = 200  # documented: longer ids, or ids with a control character, are refused
 PID: Final = "@@PID@@"  # replaced by a unique process id in every request
 REQUIRED: Final = ("process_id", "order_id", "tool", "status")
 ASSET_STRINGS: Final = (
@@ -285,6 +286,11 @@ def _children(item: list[Any] | dict[str, Any]) -> list[Any]:
     return list(item.values()) if isinstance(item, dict) else item
 
 
+def is_id(value: object) -> bool:
+    """A string an id may be: 1 to ``MAX_ID`` printable characters."""
+    return isinstance(value, str) and 0 < len(value) <= MAX_ID and value.isprintable()
+
+
 def classify(body: bytes) -> tuple[str, str | None]:
     """``("event", pid)``, ``("ignored", None)`` or ``("invalid", pid-or-None)`` for a body."""
     try:
@@ -298,7 +304,7 @@ def classify(body: bytes) -> tuple[str, str | None]:
         return "invalid", pid
     if value["event"] != "process.completed":
         return "ignored", None
-    if not all(isinstance(value.get(name), str) and value[name] for name in REQUIRED):
+    if not all(is_id(value.get(name)) for name in REQUIRED):
         return "invalid", pid
     final_assets = value.get("final_assets")
     if final_assets is None:
@@ -308,7 +314,7 @@ def classify(body: bytes) -> tuple[str, str | None]:
     for asset in final_assets:
         if not isinstance(asset, dict):
             return "invalid", pid
-        if not isinstance(asset.get("asset_id"), str) or not asset["asset_id"]:
+        if not is_id(asset.get("asset_id")):
             return "invalid", pid
         if any(name in asset and not isinstance(asset[name], str) for name in ASSET_STRINGS):
             return "invalid", pid
