@@ -255,8 +255,8 @@ def _missing_string(data: Mapping[str, Any]) -> Rejection | None:
 
 
 def _id_fault(value: str) -> str | None:
-    """Why a non-empty string cannot be an id (too long, or holding a control character), or
-    ``None``."""
+    """Why a non-empty string cannot be an id (too long, or holding an unprintable character such
+    as a control character), or ``None``."""
     if len(value) > MAX_ID_LENGTH:
         return (
             f"is {len(value):,} characters long, over the {MAX_ID_LENGTH} an id may have; "

@@ -52,7 +52,7 @@ from webhooks import (
 EXAMPLES: Final = 400
 MAX_BODY: Final = 16 * 1024
 MAX_DEPTH: Final = 32  # documented: "too deep JSON" is refused
-MAX_ID: Final = 200  # documented: longer ids, or ids with a control character, are refused
+MAX_ID: Final = 200  # documented: longer ids, or ids with an unprintable character, are refused
 PID: Final = "@@PID@@"  # replaced by a unique process id in every request
 REQUIRED: Final = ("process_id", "order_id", "tool", "status")
 ASSET_STRINGS: Final = (
