@@ -188,20 +188,29 @@ def test_sandbox_flag_second_run_skips(
     assert "2 already done" in capsys.readouterr().out
 
 
+async def refused_staging(
+    photos: Path, out: Path, monkeypatch: pytest.MonkeyPatch, *widgets: str
+) -> None:
+    """Stage ``photos`` with ``widgets`` (``-w`` values) against a fresh sandbox: the command
+    must stop with a usage error before anything is uploaded."""
+    options = [arg for widget in widgets for arg in ("-w", widget)]
+    async with Sandbox(SandboxConfig()) as sb:
+        monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
+        code = await run_cli(
+            "process", "tool-virtual-staging", photos, *options,
+            "--out", out, "--base-url", sb.base_url,
+        )  # fmt: skip
+        assert code == 2
+        assert sb.stats.orders_created == 0
+
+
 async def test_an_unknown_widget_value_costs_nothing(
     photos: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    async with Sandbox(SandboxConfig()) as sb:
-        monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
-        code = await run_cli(
-            "process", "tool-virtual-staging", photos, "-w", "space=bedrom", "-w", "style=modern",
-            "--out", tmp_path / "out", "--base-url", sb.base_url,
-        )  # fmt: skip
-        assert code == 2
-        assert sb.stats.orders_created == 0
+    await refused_staging(photos, tmp_path / "out", monkeypatch, "space=bedrom", "style=modern")
     err = capsys.readouterr().err
     assert err.startswith("error: ")
     assert "did you mean 'bedroom'" in err
@@ -214,14 +223,7 @@ async def test_a_missing_widget_is_named_as_the_command_line_takes_it(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    async with Sandbox(SandboxConfig()) as sb:
-        monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
-        code = await run_cli(
-            "process", "tool-virtual-staging", photos, "-w", "space=bedroom",
-            "--out", tmp_path / "out", "--base-url", sb.base_url,
-        )  # fmt: skip
-        assert code == 2
-        assert sb.stats.orders_created == 0
+    await refused_staging(photos, tmp_path / "out", monkeypatch, "space=bedroom")
     err = capsys.readouterr().err
     assert err.startswith("error: 'tool-virtual-staging' needs the widget 'style': add -w style=")
     assert "modern" in err
