@@ -7,6 +7,7 @@ handlers from the inbox in a worker pool with retries and dead letters.
 
 import types
 
+from webhooks._access_log import RedactingAccessLogger
 from webhooks._admin import InboxStats, InspectableInbox
 from webhooks._backends import Backend, PostgresBackend, RedisBackend
 from webhooks._contract import (
@@ -34,7 +35,6 @@ from webhooks._errors import (
 )
 from webhooks._exposition import metrics_app
 from webhooks._fetchback import KnownProcessFilter
-from webhooks._intake import RedactingAccessLogger
 from webhooks._metrics import LatencyHistogram, Metrics
 from webhooks._observe import ReceiverTelemetry
 from webhooks._parse import parse_delivery

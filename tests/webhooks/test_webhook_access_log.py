@@ -141,6 +141,22 @@ async def test_a_live_token_is_hidden_when_the_receiver_sits_in_a_nested_app(
     assert OLD_TOKEN not in line
 
 
+async def test_a_domain_sub_app_beside_the_receiver_keeps_the_redaction(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # An app added for a host name has no path prefix: the search must step over it.
+    app = web.Application()
+    app.add_domain("admin.example.com", web.Application())
+    receiver().setup(app, prefix="/hooks/")
+    caplog.set_level(logging.INFO, logger="aiohttp.access")
+    async for url in served(app):
+        async with aiohttp.ClientSession() as http, http.get(f"{url}/hooks/{TOKEN}") as response:
+            assert response.status == 405
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "aiohttp.access"]
+    assert "/hooks/***" in line
+    assert TOKEN not in line
+
+
 async def test_lines_without_a_token_are_logged_as_they_came(
     base_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
