@@ -38,7 +38,7 @@ class Backend(Protocol):
     async def close(self) -> None: ...
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class RedisBackend:
     """A :class:`~webhooks.RedisInbox` and a :class:`~webhooks.RedisRegistry` under one prefix,
     on one connection pool to ``url``.
@@ -55,6 +55,9 @@ class RedisBackend:
     inbox: RedisInbox = attrs.field(init=False)
     registry: RedisRegistry = attrs.field(init=False)
     _client: Redis = attrs.field(init=False)
+
+    def __repr__(self) -> str:  # the stores' own reprs: never the password of the URL
+        return f"RedisBackend(inbox={self.inbox!r}, registry={self.registry!r})"
 
     def __attrs_post_init__(self) -> None:
         self.inbox = RedisInbox(
@@ -76,7 +79,7 @@ class RedisBackend:
         await self._client.aclose()
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class PostgresBackend:
     """A :class:`~webhooks.PostgresInbox` and a :class:`~webhooks.PostgresRegistry` in one
     schema of the database at ``dsn``.
@@ -91,6 +94,9 @@ class PostgresBackend:
     keep_for: float = attrs.field(default=DEFAULT_KEEP_FOR, kw_only=True)
     inbox: PostgresInbox = attrs.field(init=False)
     registry: PostgresRegistry = attrs.field(init=False)
+
+    def __repr__(self) -> str:  # the stores' own reprs: never the password of the URL
+        return f"PostgresBackend(inbox={self.inbox!r}, registry={self.registry!r})"
 
     def __attrs_post_init__(self) -> None:
         self.inbox = PostgresInbox(

@@ -16,6 +16,12 @@ from whtools import HOOK, JSON, TOKEN, encode, payload, serve
 from asyncsdk import ProcessCompleted
 from webhooks import (
     MemoryInbox,
+    PostgresBackend,
+    PostgresInbox,
+    PostgresRegistry,
+    RedisBackend,
+    RedisInbox,
+    RedisRegistry,
     SQLiteInbox,
     StandardWebhooksVerifier,
     TokenVerifier,
@@ -67,6 +73,22 @@ async def test_a_signed_timestamp_in_non_ascii_digits_is_refused() -> None:
         headers["webhook-timestamp"] = str(now)
         accepted = await client.post("/hooks/", data=body, headers={**JSON, **headers})
         assert accepted.status == 200
+
+
+def test_no_store_repr_shows_the_password_of_its_url() -> None:
+    secret = "s3cret-" + "pw" * 8
+    stores = [
+        RedisInbox(f"redis://app:{secret}@127.0.0.1:6390/0"),
+        RedisRegistry(f"redis://app:{secret}@127.0.0.1:6390/0"),
+        RedisBackend(f"redis://app:{secret}@127.0.0.1:6390/0", prefix="p:"),
+        PostgresInbox(f"postgresql://app:{secret}@127.0.0.1:5499/db"),
+        PostgresRegistry(f"postgresql://app:{secret}@127.0.0.1:5499/db"),
+        PostgresBackend(f"postgresql://app:{secret}@127.0.0.1:5499/db"),
+    ]
+    for store in stores:
+        shown = repr(store)
+        assert secret not in shown, shown
+        assert "127.0.0.1" in shown  # where it points is still told
 
 
 async def raw_status(port: int, head: bytes, body: bytes = b"") -> int:

@@ -66,7 +66,7 @@ _WORDING: Final = Wording(
 )
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class RedisRegistry:
     """A waiter registry shared by every process using the same Redis server and prefix.
 
@@ -98,6 +98,9 @@ class RedisRegistry:
     _key_prefix: str = attrs.field(init=False)
     _channel: str = attrs.field(init=False)
     _waiters: RemoteWaiters = attrs.field(init=False)
+
+    def __repr__(self) -> str:  # host:port/db only: the URL may hold a password
+        return f"RedisRegistry({where(self._redis)!r}, prefix={self.prefix!r})"
 
     def __attrs_post_init__(self) -> None:
         require_redis()

@@ -35,6 +35,7 @@ from webhooks._redis._connect import (
     connect,
     require_redis,
     translate_errors,
+    where,
     whole_seconds,
 )
 from webhooks._redis._pipeline import ScriptPipeline
@@ -55,7 +56,7 @@ _PRUNE_IDLE: Final = 3600.0
 """A consumer idle this long and holding nothing is dropped from the group."""
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, repr=False)
 class RedisInbox:
     """An :class:`~webhooks.Inbox` on Redis Streams, shared by every process using the same prefix.
 
@@ -89,6 +90,9 @@ class RedisInbox:
     _next_prune: float = attrs.field(default=0.0, init=False)
     _pipeline: ScriptPipeline = attrs.field(init=False)
     """Sends puts, claims and acks made close together in one round trip."""
+
+    def __repr__(self) -> str:  # host:port/db only: the URL may hold a password
+        return f"RedisInbox({where(self._redis)!r}, prefix={self.prefix!r})"
 
     def __attrs_post_init__(self) -> None:
         require_redis()
