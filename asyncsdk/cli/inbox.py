@@ -102,23 +102,28 @@ def _open(args: argparse.Namespace) -> InspectableInbox:
     return SQLiteInbox(path)
 
 
-async def _check_place(args: argparse.Namespace) -> None:
+_CHECK_TIMEOUT = 10.0
+"""Seconds the look at the store may take, as long as the inboxes' own connection timeout."""
+
+
+async def _check_place(args: argparse.Namespace, inbox: InspectableInbox) -> None:
     """Refuse a PostgreSQL schema without an inbox table (opening the inbox would create one
     there), and warn about a Redis prefix with nothing under it: both are most often a --schema
-    or --prefix other than the receivers'."""
+    or --prefix other than the receivers'.  ``inbox`` names the store in errors (its repr shows
+    no password)."""
     if args.postgres is not None:
         import asyncpg
 
         try:
-            conn = await asyncpg.connect(args.postgres)
+            conn = await asyncpg.connect(args.postgres, timeout=_CHECK_TIMEOUT)
             try:
                 found = await conn.fetchval(
                     "SELECT to_regclass(format('%I.inbox', $1::text)) IS NOT NULL", args.schema
                 )
             finally:
                 await conn.close()
-        except (OSError, asyncpg.PostgresError) as exc:
-            raise ConnectionError(f"the inbox cannot be reached: {exc}") from exc
+        except (OSError, TimeoutError, asyncpg.PostgresError) as exc:
+            raise ConnectionError(f"{inbox!r} cannot be reached: {exc!r}") from exc
         if not found:
             raise UsageError(
                 f"no inbox in the schema {args.schema!r} of that database; pass the --schema "
@@ -127,15 +132,17 @@ async def _check_place(args: argparse.Namespace) -> None:
     elif args.redis is not None:
         import redis.asyncio
 
-        client = redis.asyncio.Redis.from_url(args.redis)
+        client = redis.asyncio.Redis.from_url(
+            args.redis, socket_connect_timeout=_CHECK_TIMEOUT, socket_timeout=_CHECK_TIMEOUT
+        )
         pattern = "".join("\\" + c if c in "*?[]\\" else c for c in args.prefix) + "*"
         stored = False
         try:
             async for _ in client.scan_iter(match=pattern, count=1000):
                 stored = True
                 break
-        except (OSError, redis.RedisError) as exc:
-            raise ConnectionError(f"the inbox cannot be reached: {exc}") from exc
+        except (OSError, TimeoutError, redis.RedisError) as exc:
+            raise ConnectionError(f"{inbox!r} cannot be reached: {exc!r}") from exc
         finally:
             await client.aclose()
         if not stored:
@@ -147,9 +154,9 @@ async def _check_place(args: argparse.Namespace) -> None:
 
 
 async def _with_inbox(args: argparse.Namespace, action: Any) -> int:
-    await _check_place(args)
-    inbox = _open(args)
+    inbox = _open(args)  # checks the options and that the store's extra is installed
     try:
+        await _check_place(args, inbox)
         code: int = await action(inbox)
     except InboxUnavailableError as exc:
         raise ConnectionError(f"the inbox cannot be reached: {exc}") from exc

@@ -251,3 +251,23 @@ async def test_a_prefix_with_nothing_under_it_is_reported_beside_the_zeros(
     captured = capsys.readouterr()
     assert f"warning: nothing is stored under the prefix {redis_prefix!r}" in captured.err
     assert "0" in captured.out
+
+
+@pytest.mark.parametrize(
+    ("store", "code", "words"),
+    [
+        (["--postgres", "notadsn"], 2, "dsn must be a postgresql:// URL"),
+        (["--redis", "notaurl"], 2, "url must be a redis://"),
+        (["--postgres", "postgresql://app:pw@127.0.0.1:1/db"], 3, "PostgresInbox('127.0.0.1:1/db'"),
+        (["--redis", "redis://:pw@127.0.0.1:1/0"], 3, "RedisInbox('127.0.0.1:1/0'"),
+    ],
+)
+async def test_a_bad_or_unreachable_store_is_one_line_without_its_password(
+    store: list[str], code: int, words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert await run_cli("inbox", "stats", *store) == code
+    err = capsys.readouterr().err
+    assert err.startswith("error: ")
+    assert err.count("\n") == 1
+    assert words in err
+    assert ":pw@" not in err
