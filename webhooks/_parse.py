@@ -255,8 +255,8 @@ def _missing_string(data: Mapping[str, Any]) -> Rejection | None:
 
 
 def _id_fault(value: str) -> str | None:
-    """Why a non-empty string cannot be an id (too long, or holding an unprintable character such
-    as a control character), or ``None``."""
+    """Why a non-empty string cannot be an id (too long, holding an unprintable character such as
+    a control character, or blank), or ``None``."""
     if len(value) > MAX_ID_LENGTH:
         return (
             f"is {len(value):,} characters long, over the {MAX_ID_LENGTH} an id may have; "
@@ -265,6 +265,8 @@ def _id_fault(value: str) -> str | None:
     if not value.isprintable():
         bad = next(char for char in value if not char.isprintable())
         return f"holds the unprintable character U+{ord(bad):04X}; send the id the service gave"
+    if value.isspace():
+        return "is only spaces; send the id the service gave"
     return None
 
 

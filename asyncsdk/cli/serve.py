@@ -124,7 +124,10 @@ async def run_sandbox(args: argparse.Namespace) -> int:
         try:
             await sandbox.start()
         except OSError as exc:
-            raise UsageError(bind_failure(exc, args.host, args.port)) from exc
+            message = bind_failure(exc, args.host, args.port)
+            if message is None:
+                raise
+            raise UsageError(message) from exc
         try:
             url, key = sandbox.base_url, sandbox.api_key
             print(f"sandbox serving on {url}")

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import errno
 import signal
+import socket
 import sys
 from pathlib import Path
 
@@ -21,7 +22,10 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p = parser or argparse.ArgumentParser(prog="python -m asyncsdk.sandbox", description=__doc__)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument(
-        "--port", type=int, default=8080, help="port to bind (default 8080); 0 picks a free one"
+        "--port",
+        type=port_number,
+        default=8080,
+        help="port to bind (default 8080); 0 picks a free one",
     )
     p.add_argument(
         "--port-file",
@@ -66,14 +70,33 @@ def config_from_args(args: argparse.Namespace) -> SandboxConfig:
     )
 
 
-def bind_failure(exc: OSError, host: str, port: int) -> str:
-    """What to tell the user whose sandbox could not bind ``host``:``port``."""
+def port_number(text: str) -> int:
+    """``--port``: 0 to 65535 (0 picks a free port)."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535 (0 picks a free one), not {text!r}")
+    return port
+
+
+_BIND_ERRORS = frozenset({errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES})
+
+
+def bind_failure(exc: OSError, host: str, port: int) -> str | None:
+    """What to tell the user whose sandbox could not bind ``host``:``port``; ``None`` when
+    ``exc`` is not about binding (a port file that cannot be written names its own path)."""
+    if exc.filename is not None:
+        return None
     if exc.errno == errno.EADDRINUSE:
         return (
             f"port {port} on {host} is in use (another sandbox, or the app it serves?); pass "
             "--port N for another, or --port 0 for a free one"
         )
-    return f"cannot serve on {host}:{port}: {exc.strerror or exc}; check --host and --port"
+    if exc.errno in _BIND_ERRORS or isinstance(exc, socket.gaierror):
+        return f"cannot serve on {host}:{port}: {exc.strerror or exc}; check --host and --port"
+    return None
 
 
 async def _serve_until_signalled(args: argparse.Namespace) -> None:
@@ -99,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"error: {exc}\n")
         return 2
     except OSError as exc:
-        sys.stderr.write(f"error: {bind_failure(exc, args.host, args.port)}\n")
+        sys.stderr.write(f"error: {bind_failure(exc, args.host, args.port) or exc}\n")
         return 1
     return 0
 

@@ -70,7 +70,11 @@ class Sandbox:
         self._base_url = f"http://{self._host}:{port}"
         self._runtime.public_base = self._base_url
         if self._port_file is not None:
-            _write_port_file(self._port_file, port)
+            try:
+                _write_port_file(self._port_file, port)
+            except BaseException:
+                await self.stop()  # a sandbox whose start failed serves nothing and holds nothing
+                raise
 
     @staticmethod
     def _bound_port(runner: web.AppRunner) -> int:

@@ -121,6 +121,39 @@ def test_a_port_in_use_is_one_line_that_names_the_option(
     )
 
 
+@pytest.mark.parametrize("command", [["asyncsdk", "sandbox"], ["asyncsdk.sandbox"]])
+def test_a_port_file_that_cannot_be_written_is_named_and_nothing_is_left_open(
+    tmp_path: Path, command: list[str]
+) -> None:
+    port_file = tmp_path / "missing" / "port"
+    done = subprocess.run(
+        [sys.executable, "-m", *command, "--port", "0", "--port-file", str(port_file)],
+        cwd=tmp_path,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert done.stderr == f"error: [Errno 2] No such file or directory: '{port_file}.partial'\n"
+
+
+def test_a_port_out_of_range_is_a_usage_error(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "asyncsdk", "sandbox", "--port", "99999"],
+        cwd=tmp_path,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "a port is 0 to 65535 (0 picks a free one), not '99999'" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_receiver_writes_events_as_json_lines(
     tmp_path: Path, stopper: list[subprocess.Popen[str]]
 ) -> None:

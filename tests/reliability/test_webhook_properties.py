@@ -287,8 +287,13 @@ def _children(item: list[Any] | dict[str, Any]) -> list[Any]:
 
 
 def is_id(value: object) -> bool:
-    """A string an id may be: 1 to ``MAX_ID`` printable characters."""
-    return isinstance(value, str) and 0 < len(value) <= MAX_ID and value.isprintable()
+    """A string an id may be: 1 to ``MAX_ID`` printable characters, not all spaces."""
+    return (
+        isinstance(value, str)
+        and 0 < len(value) <= MAX_ID
+        and value.isprintable()
+        and not value.isspace()
+    )
 
 
 def classify(body: bytes) -> tuple[str, str | None]:

@@ -39,6 +39,8 @@ class FakeApi:
     async def get_order(self, request: web.Request) -> web.Response:
         order_id = request.match_info["id"]
         self.order_gets.append(order_id)
+        if request.headers.get("x-api-key") != "test-key":
+            return web.json_response({"error": "bad key", "key": "api_error_auth"}, status=401)
         if order_id.startswith("malformed-"):
             return web.json_response(
                 {"error": "invalid order id", "key": "api_error_invalid_field"}, status=400
@@ -98,7 +100,7 @@ class ApiOrders:
 
     async def get(self, order_id: str) -> Order:
         url = f"{self._base}/v3/order/{order_id}"
-        async with self._session.get(url) as response:
+        async with self._session.get(url, headers={"x-api-key": "test-key"}) as response:
             body = await response.json()
             if response.status == 404:
                 raise NotFoundError(body["error"], status=404, key=body["key"])
@@ -236,7 +238,8 @@ async def test_a_refused_api_key_is_retried_not_taken_for_a_forgery(
     assert seen.events == []
     assert receiver.metrics.forged == 0
     assert receiver.metrics.dead_lettered == 1  # kept for a replay once the key is fixed
-    assert fake.gets == ["p-1", "p-1"]
+    assert fake.order_gets == ["order-1", "order-1"]  # each attempt asked, and was refused
+    assert fake.gets == []
 
 
 async def test_a_process_still_running_is_asked_about_again(

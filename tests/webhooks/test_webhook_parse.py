@@ -84,6 +84,7 @@ def test_an_id_past_200_characters_or_with_a_control_character_is_refused(field:
         ("p" * 201, "201 characters long, over the 200 an id may have"),
         ("p-1\x1b[2J", "unprintable character U+001B"),
         ("p-1\x00", "unprintable character U+0000"),
+        ("   ", "is only spaces"),
     ):
         result = parse_delivery(encode({**payload(), field: value}), CT)
         assert isinstance(result, Rejection)
