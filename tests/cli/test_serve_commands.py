@@ -59,6 +59,19 @@ def _wait_for(stream: IO[str] | None, pattern: str) -> re.Match[str]:
     raise AssertionError(f"{pattern!r} never printed; got {''.join(seen)!r}")
 
 
+def _run_once(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``python -m ARGS`` to its end (a command that is to stop at once with an error)."""
+    return subprocess.run(
+        [sys.executable, "-m", *args],
+        cwd=cwd,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
 @pytest.fixture
 def stopper() -> Iterator[list[subprocess.Popen[str]]]:
     started: list[subprocess.Popen[str]] = []
@@ -105,15 +118,7 @@ def test_a_port_in_use_is_one_line_that_names_the_option(
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        done = subprocess.run(
-            [sys.executable, "-m", *command, "--port", str(port)],
-            cwd=tmp_path,
-            env=subprocess_env(),
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        done = _run_once([*command, "--port", str(port)], tmp_path)
     assert done.returncode != 0
     assert done.stderr == (
         f"error: port {port} on 127.0.0.1 is in use (another sandbox, or the app it serves?); "
@@ -126,29 +131,13 @@ def test_a_port_file_that_cannot_be_written_is_named_and_nothing_is_left_open(
     tmp_path: Path, command: list[str]
 ) -> None:
     port_file = tmp_path / "missing" / "port"
-    done = subprocess.run(
-        [sys.executable, "-m", *command, "--port", "0", "--port-file", str(port_file)],
-        cwd=tmp_path,
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = _run_once([*command, "--port", "0", "--port-file", str(port_file)], tmp_path)
     assert done.returncode != 0
     assert done.stderr == f"error: [Errno 2] No such file or directory: '{port_file}.partial'\n"
 
 
 def test_a_port_out_of_range_is_a_usage_error(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "asyncsdk", "sandbox", "--port", "99999"],
-        cwd=tmp_path,
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = _run_once(["asyncsdk", "sandbox", "--port", "99999"], tmp_path)
     assert done.returncode == 2
     assert "a port is 0 to 65535 (0 picks a free one), not '99999'" in done.stderr
     assert "Traceback" not in done.stderr
