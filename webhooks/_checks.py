@@ -23,6 +23,8 @@ __all__ = [
     "positive_seconds",
     "require_count",
     "require_seconds",
+    "shown_url",
+    "url_scheme",
 ]
 
 
@@ -77,3 +79,28 @@ def check_consumer(consumer: object) -> str:
 def check_limit(limit: object) -> int:
     """A count of entries: an ``int`` of 0 or more (not a ``bool``)."""
     return require_count("limit", limit, minimum=0)
+
+
+def url_scheme(url: str) -> str:
+    """The scheme of ``url`` (what comes before ``://``), lower-case; empty without one.
+
+    Read off the text, not parsed: a DSN naming several hosts (``h1:5432,h2:5433``) is valid
+    for asyncpg, though no URL parser takes it.
+    """
+    scheme, separator, _ = url.partition("://")
+    return scheme.lower() if separator else ""
+
+
+def shown_url(url: object) -> str:
+    """``url`` as an error message may show it: the repr of a URL with its password as
+    ``***`` (a value that is no URL, or does not parse, is shown only up to its host part)."""
+    if not isinstance(url, str):
+        return repr(url)
+    scheme, separator, rest = url.partition("://")
+    if not separator:
+        return repr(url) if "@" not in url else repr("***@" + url.rpartition("@")[2])
+    credentials, at, host_part = rest.rpartition("@")
+    if not at:
+        return repr(url)
+    user = credentials.partition(":")[0]
+    return repr(f"{scheme}://{user}:***@{host_part}" if ":" in credentials else url)

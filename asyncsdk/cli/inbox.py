@@ -122,6 +122,8 @@ async def _check_place(args: argparse.Namespace, inbox: InspectableInbox) -> Non
                 )
             finally:
                 await conn.close()
+        except asyncpg.ClientConfigurationError as exc:  # a setting in the DSN's query
+            raise UsageError(f"{inbox!r}: {exc}; fix the --postgres DSN") from exc
         except (OSError, TimeoutError, asyncpg.PostgresError) as exc:
             raise ConnectionError(f"{inbox!r} cannot be reached: {exc!r}") from exc
         if not found:
@@ -142,7 +144,9 @@ async def _check_place(args: argparse.Namespace, inbox: InspectableInbox) -> Non
                 stored = True
                 break
         except (OSError, TimeoutError, redis.RedisError) as exc:
-            raise ConnectionError(f"{inbox!r} cannot be reached: {exc!r}") from exc
+            # str(), not repr(): redis-py's repr of an error names its type alone.
+            reason = f"{type(exc).__name__}: {exc}"
+            raise ConnectionError(f"{inbox!r} cannot be reached: {reason}") from exc
         finally:
             await client.aclose()
         if not stored:

@@ -24,8 +24,8 @@ from aiohttp import web
 from asyncsdk import ProcessCompleted
 from asyncsdk.cli._common import UsageError
 from asyncsdk.cli._local import serve_app
-from asyncsdk.sandbox.__main__ import bind_failure, config_from_args
 from asyncsdk.sandbox.__main__ import build_parser as sandbox_options
+from asyncsdk.sandbox.__main__ import config_from_args, start_failure
 from webhooks import (
     Inbox,
     MemoryInbox,
@@ -124,10 +124,7 @@ async def run_sandbox(args: argparse.Namespace) -> int:
         try:
             await sandbox.start()
         except OSError as exc:
-            message = bind_failure(exc, args.host, args.port)
-            if message is None:
-                raise
-            raise UsageError(message) from exc
+            raise UsageError(start_failure(exc, args)) from exc
         try:
             url, key = sandbox.base_url, sandbox.api_key
             print(f"sandbox serving on {url}")

@@ -7,14 +7,13 @@ import asyncio
 import contextlib
 import errno
 import signal
-import socket
 import sys
 from pathlib import Path
 
 from asyncsdk import ConfigurationError
 from asyncsdk.sandbox._config import SandboxConfig
 
-__all__ = ["bind_failure", "build_parser", "config_from_args", "main"]
+__all__ = ["build_parser", "config_from_args", "main", "start_failure"]
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
@@ -81,22 +80,22 @@ def port_number(text: str) -> int:
     return port
 
 
-_BIND_ERRORS = frozenset({errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES})
-
-
-def bind_failure(exc: OSError, host: str, port: int) -> str | None:
-    """What to tell the user whose sandbox could not bind ``host``:``port``; ``None`` when
-    ``exc`` is not about binding (a port file that cannot be written names its own path)."""
+def start_failure(exc: OSError, args: argparse.Namespace) -> str:
+    """What to tell the user whose sandbox did not start: the address it could not bind, or the
+    ``--port-file`` it could not write."""
     if exc.filename is not None:
-        return None
+        return (
+            f"cannot write the --port-file {args.port_file}: {exc.strerror or exc}; name a file "
+            "in a folder that exists"
+        )
     if exc.errno == errno.EADDRINUSE:
         return (
-            f"port {port} on {host} is in use (another sandbox, or the app it serves?); pass "
-            "--port N for another, or --port 0 for a free one"
+            f"port {args.port} on {args.host} is in use (another sandbox, or the app it "
+            "serves?); pass --port N for another, or --port 0 for a free one"
         )
-    if exc.errno in _BIND_ERRORS or isinstance(exc, socket.gaierror):
-        return f"cannot serve on {host}:{port}: {exc.strerror or exc}; check --host and --port"
-    return None
+    return (
+        f"cannot serve on {args.host}:{args.port}: {exc.strerror or exc}; check --host and --port"
+    )
 
 
 async def _serve_until_signalled(args: argparse.Namespace) -> None:
@@ -122,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"error: {exc}\n")
         return 2
     except OSError as exc:
-        sys.stderr.write(f"error: {bind_failure(exc, args.host, args.port) or exc}\n")
+        sys.stderr.write(f"error: {start_failure(exc, args)}\n")
         return 1
     return 0
 

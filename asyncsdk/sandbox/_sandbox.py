@@ -73,7 +73,9 @@ class Sandbox:
             try:
                 _write_port_file(self._port_file, port)
             except BaseException:
-                await self.stop()  # a sandbox whose start failed serves nothing and holds nothing
+                # A sandbox whose start failed serves nothing and holds nothing.
+                self._runner = None
+                await runner.cleanup()
                 raise
 
     @staticmethod
@@ -192,7 +194,11 @@ def _write_port_file(path: Path, port: int) -> None:
     """Write ``port`` and a newline to ``path`` in one step: a reader never sees half a number."""
     partial = path.with_name(f"{path.name}.partial")
     partial.write_text(f"{port}\n", encoding="ascii")
-    partial.replace(path)
+    try:
+        partial.replace(path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
 
 
 async def run_forever(

@@ -257,6 +257,9 @@ async def test_a_prefix_with_nothing_under_it_is_reported_beside_the_zeros(
     ("store", "code", "words"),
     [
         (["--postgres", "notadsn"], 2, "dsn must be a postgresql:// URL"),
+        (["--postgres", "postgres+asyncpg://app:pw@h/db"], 2, "'postgres+asyncpg://app:***@h/db'"),
+        (["--redis", "redis+sentinel://:pw@h/0"], 2, "not 'redis+sentinel://:***@h/0'"),
+        (["--postgres", "postgresql://app:pw@127.0.0.1/db?sslmode=bogus"], 2, "fix the --postgres"),
         (["--redis", "notaurl"], 2, "url must be a redis://"),
         (["--postgres", "postgresql://app:pw@127.0.0.1:1/db"], 3, "PostgresInbox('127.0.0.1:1/db'"),
         (["--redis", "redis://:pw@127.0.0.1:1/0"], 3, "RedisInbox('127.0.0.1:1/0'"),

@@ -127,13 +127,20 @@ def test_a_port_in_use_is_one_line_that_names_the_option(
 
 
 @pytest.mark.parametrize("command", [["asyncsdk", "sandbox"], ["asyncsdk.sandbox"]])
-def test_a_port_file_that_cannot_be_written_is_named_and_nothing_is_left_open(
-    tmp_path: Path, command: list[str]
+@pytest.mark.parametrize("where", ["missing/port", "a-folder"])
+def test_a_port_file_that_cannot_be_written_is_named_and_leaves_no_partial_file(
+    tmp_path: Path, command: list[str], where: str
 ) -> None:
-    port_file = tmp_path / "missing" / "port"
+    (tmp_path / "a-folder").mkdir()
+    port_file = tmp_path / where
     done = _run_once([*command, "--port", "0", "--port-file", str(port_file)], tmp_path)
     assert done.returncode != 0
-    assert done.stderr == f"error: [Errno 2] No such file or directory: '{port_file}.partial'\n"
+    assert done.stderr == (
+        f"error: cannot write the --port-file {port_file}: "
+        f"{'Is a directory' if where == 'a-folder' else 'No such file or directory'}; "
+        "name a file in a folder that exists\n"
+    )
+    assert not list(tmp_path.rglob("*.partial"))
 
 
 def test_a_port_out_of_range_is_a_usage_error(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,17 @@ async def _read_port(path: Path, proc: asyncio.subprocess.Process) -> int:
         assert proc.returncode is None, "the sandbox exited before writing its port"
         await asyncio.sleep(0.05)
     raise AssertionError(f"no port file at {path} after 15 s")
+
+
+async def test_a_start_that_cannot_write_its_port_file_releases_its_port(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    sandbox = Sandbox(port=port, port_file=tmp_path / "missing" / "sandbox.port")
+    with pytest.raises(FileNotFoundError):
+        await sandbox.start()
+    with socket.socket() as again:  # the server the failed start had bound is gone
+        again.bind(("127.0.0.1", port))
 
 
 @pytest.mark.parametrize(

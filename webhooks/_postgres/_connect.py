@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 import yarl
 
 from asyncsdk import ConfigurationError
+from webhooks._checks import shown_url, url_scheme
 from webhooks._postgres import _sql
 
 if TYPE_CHECKING:
@@ -57,10 +58,10 @@ def require_asyncpg() -> None:
 
 
 def check_dsn(dsn: object) -> str:
-    if not isinstance(dsn, str) or yarl.URL(dsn).scheme not in {"postgres", "postgresql"}:
+    if not isinstance(dsn, str) or url_scheme(dsn) not in {"postgres", "postgresql"}:
         raise ConfigurationError(
             "dsn must be a postgresql:// URL such as"
-            f" 'postgresql://postgres@127.0.0.1:5432/mydb', not {dsn!r}"
+            f" 'postgresql://postgres@127.0.0.1:5432/mydb', not {shown_url(dsn)}"
         )
     return dsn
 
@@ -76,8 +77,12 @@ def check_schema(schema: object) -> str:
 
 def where(dsn: str) -> str:
     """host:port/database of a DSN, for error messages (never the password)."""
-    url = yarl.URL(dsn)
-    return f"{url.host or 'localhost'}:{url.port or 5432}{url.path or '/'}"
+    try:
+        url = yarl.URL(dsn)
+        return f"{url.host or 'localhost'}:{url.port or 5432}{url.path or '/'}"
+    except ValueError:  # several hosts (h1:5432,h2:5433), which asyncpg takes and yarl does not
+        hosts_and_path = dsn.partition("://")[2].rpartition("@")[2]
+        return hosts_and_path.partition("?")[0]
 
 
 async def create_pool(dsn: str, max_size: int = _MAX_CONNECTIONS) -> asyncpg.Pool:

@@ -12,9 +12,8 @@ import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Final
 
-import yarl
-
 from asyncsdk import ConfigurationError
+from webhooks._checks import shown_url, url_scheme
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -57,10 +56,10 @@ def connect(url: str) -> Redis:
     require_redis()
     import redis.asyncio
 
-    if not isinstance(url, str) or yarl.URL(url).scheme not in {"redis", "rediss", "unix"}:
+    if not isinstance(url, str) or url_scheme(url) not in {"redis", "rediss", "unix"}:
         raise ConfigurationError(
             f"url must be a redis://, rediss:// or unix:// URL such as {DEFAULT_REDIS_URL!r},"
-            f" not {url!r}"
+            f" not {shown_url(url)}"
         )
     pool = redis.asyncio.BlockingConnectionPool.from_url(
         url,
