@@ -9,6 +9,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
+from yarl import URL
 
 from asyncsdk.sandbox._app import build_app
 from asyncsdk.sandbox._chaos import Chaos
@@ -67,7 +68,7 @@ class Sandbox:
             raise
         self._runner = runner
         port = self._bound_port(runner)
-        self._base_url = f"http://{self._host}:{port}"
+        self._base_url = str(URL.build(scheme="http", host=self._host, port=port))  # [::1]
         self._runtime.public_base = self._base_url
         if self._port_file is not None:
             try:

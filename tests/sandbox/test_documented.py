@@ -46,6 +46,15 @@ async def _read_port(path: Path, proc: asyncio.subprocess.Process) -> int:
     raise AssertionError(f"no port file at {path} after 15 s")
 
 
+async def test_an_ipv6_host_gives_a_base_url_that_works() -> None:
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 on this machine")
+    async with Sandbox(host="::1") as sb:
+        assert sb.base_url.startswith("http://[::1]:")
+        async with aiohttp.ClientSession() as http, http.get(f"{sb.base_url}/api/tools") as r:
+            assert r.status == 200
+
+
 async def test_a_start_that_cannot_write_its_port_file_releases_its_port(tmp_path: Path) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
