@@ -32,6 +32,17 @@ PHASES: Final = ("create", "get")
 ROUNDS_PER_RUN: Final = 4
 """Turns each helper process takes through the variants: a figure rests on runs x rounds pairs."""
 
+
+def _block_requests(plan: Plan) -> int:
+    """Requests in one block of the client's turns: a quarter of a client phase."""
+    return max(1, plan.client_requests // 4)
+
+
+def _block_seconds(plan: Plan) -> int:
+    """Seconds of one load in the receivers' turns: half a receiver load."""
+    return max(1, plan.receiver_seconds // 2)
+
+
 Blocks = dict[str, list[dict[str, Any]]]
 """Per variant, its blocks in round order (every run's rounds one after the other)."""
 
@@ -42,7 +53,7 @@ def _client_blocks(plan: Plan) -> dict[str, Blocks]:
     with serving("_api:serve") as server:
         for _ in range(plan.runs):
             job = {
-                "requests": max(1, plan.client_requests // 4),
+                "requests": _block_requests(plan),
                 "concurrency": plan.client_concurrency,
                 "warmup": min(plan.client_warmup, plan.client_requests),
                 "rounds": ROUNDS_PER_RUN,
@@ -58,7 +69,7 @@ def _client_blocks(plan: Plan) -> dict[str, Blocks]:
 
 def _receiver_blocks(plan: Plan, connections: int) -> Blocks:
     """The receivers' blocks: one load of ``connections`` each, the server's CPU around it."""
-    seconds = max(1, plan.receiver_seconds // 2)
+    seconds = _block_seconds(plan)
     blocks: Blocks = {v: [] for v in VARIANTS}
     with workdir("bench-observe-") as folder:
         for _ in range(plan.runs):
@@ -151,10 +162,10 @@ def run_observe(plan: Plan) -> Section:
         "modes an OpenTelemetry SDK `TracerProvider` (batch processor, an exporter that drops "
         "the spans) recording every span or one trace in ten.  CPU is `time.process_time()` of "
         "the measured process (every thread, the span processor's among them).  Client: one "
-        f"`Client` per variant in one process, blocks of {max(1, plan.client_requests // 4):,} "
+        f"`Client` per variant in one process, blocks of {_block_requests(plan):,} "
         f"requests at concurrency {plan.client_concurrency}.  Receiver: one `WebhookReceiver` "
         "(`MemoryInbox`, no handler) per variant mounted on one application, "
-        f"{max(1, plan.receiver_seconds // 2)} s loads of {connections} connections flat out; "
+        f"{_block_seconds(plan)} s loads of {connections} connections flat out; "
         f"non-2xx answers or errors: {bad}.",
         "",
         *table(["figure", "telemetry", "CPU us/req (turns)", "req/s", "cost of on (turns)"], rows),
