@@ -92,15 +92,13 @@ def url_scheme(url: str) -> str:
 
 
 def shown_url(url: object) -> str:
-    """``url`` as an error message may show it: the repr of a URL with its password as
-    ``***`` (a value that is no URL, or does not parse, is shown only up to its host part)."""
+    """``url`` as an error message may show it: its repr, with the password before its last
+    ``@`` (scheme or no scheme) written as ``***``."""
     if not isinstance(url, str):
         return repr(url)
-    scheme, separator, rest = url.partition("://")
-    if not separator:
-        return repr(url) if "@" not in url else repr("***@" + url.rpartition("@")[2])
-    credentials, at, host_part = rest.rpartition("@")
-    if not at:
+    head, at, hosts = url.rpartition("@")
+    scheme, separator, credentials = head.rpartition("://")
+    user, colon, _ = credentials.partition(":")
+    if not (at and colon):
         return repr(url)
-    user = credentials.partition(":")[0]
-    return repr(f"{scheme}://{user}:***@{host_part}" if ":" in credentials else url)
+    return repr(f"{scheme}{separator}{user}:***@{hosts}")
