@@ -243,19 +243,15 @@ class RemoteWaiters:
                 return  # closed while the store's connections were being opened
             except Exception as exc:  # drivers raise many types; all mean "listen again"
                 self._live.clear()
-                if self._subscriptions:
-                    self.wording.logger.warning(
-                        self.wording.lost, self.channel, exc, backoff.seconds
-                    )
-                else:  # never live yet: nothing was lost
-                    self.wording.logger.warning(
-                        "cannot listen on %s on %s yet (%r); trying again in %.2f s",
-                        self.channel,
-                        self.wording.store,
-                        exc,
-                        backoff.seconds,
-                    )
+                # Never live yet, nothing was lost: say so, not "lost".
+                said = self.wording.lost if self._subscriptions else self._not_yet
+                self.wording.logger.warning(said, self.channel, exc, backoff.seconds)
                 await backoff.sleep()
+
+    @property
+    def _not_yet(self) -> str:
+        """The warning when listening fails before it was ever live (arguments as ``lost``)."""
+        return f"cannot listen on %s on {self.wording.store} yet (%r); trying again in %.2f s"
 
     async def _read(self) -> None:
         """Read the results of newly pending ids in batches, through the store's hook."""
