@@ -2,6 +2,10 @@
 
 * ``bare``: read the body, ``json.loads`` it, answer 200.  No token, no storage: the floor of an
   aiohttp handler, and the reference line of every req/s ratio.
+* ``memory-peer``: the token check, ``json.loads``, the dedup key looked up in a dict of the keys
+  seen (kept for the inbox's retention), and the body put on an ``asyncio.Queue`` that eight
+  worker tasks take from (the receiver's default eight workers, with no handler): the in-memory
+  queue a user would write instead of :class:`~webhooks.MemoryInbox` and the worker pool.
 * ``sqlite-peer``: the token check, ``json.loads``, one ``INSERT ... ON CONFLICT (dedup_key) DO
   NOTHING`` of the body into a SQLite file, committed before the answer.  The file has the
   settings of :class:`~webhooks.SQLiteInbox` (WAL, ``synchronous=FULL``), so each answer is as
@@ -11,27 +15,38 @@
   retention), and ``XADD`` of the body to a stream when the key was new, with redis-py's asyncio
   client on a blocking pool of the inbox's size (hiredis parses its replies when installed, as
   for the inbox).
+* ``postgres-peer``: the token check, ``json.loads``, one ``INSERT ... ON CONFLICT (dedup_key) DO
+  NOTHING`` of the body with asyncpg, on a pool set up as :class:`~webhooks.PostgresInbox`'s (16
+  connections at most, no reset query when a connection goes back), so that the two differ by
+  the work done and not by pool settings; committed (``synchronous_commit`` as the server has
+  it, as for the inbox) before the answer.
 
 Every peer keys an event as the receiver does: by (event, process_id, status).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import sqlite3
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, Final
 
+import attrs
 from aiohttp import web
 
-PEERS: Final = ("bare", "sqlite-peer", "redis-peer")
+PEERS: Final = ("bare", "memory-peer", "sqlite-peer", "redis-peer", "postgres-peer")
 DEDUP_RETENTION: Final = 7 * 24 * 3600
 """Seconds a dedup key is kept: the inbox's default retention."""
 POOL_SIZE: Final = 32
 """Redis connections at most, as the inbox's client."""
+POSTGRES_POOL_SIZE: Final = 16
+"""PostgreSQL connections at most, as the inbox's pool."""
+WORKERS: Final = 8
+"""The memory peer's worker tasks: the receiver's default."""
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS events (
@@ -46,7 +61,16 @@ _INSERT: Final = (
     " ON CONFLICT (dedup_key) DO NOTHING"
 )
 
+_POSTGRES_TABLE: Final = """
+CREATE TABLE IF NOT EXISTS "%(schema)s".events (
+    dedup_key TEXT PRIMARY KEY,
+    raw BYTEA NOT NULL,
+    received_at DOUBLE PRECISION NOT NULL
+)
+"""
+
 Handler = Callable[[web.Request], Awaitable[web.Response]]
+Store = Callable[[str, bytes], Awaitable[bool]]
 
 
 async def _bare(request: web.Request) -> web.Response:
@@ -57,7 +81,7 @@ async def _bare(request: web.Request) -> web.Response:
     return web.json_response({"status": "accepted"})
 
 
-def _guarded(token: str, store: Callable[[str, bytes], Awaitable[bool]]) -> Handler:
+def _guarded(token: str, store: Store) -> Handler:
     """A handler that checks the token in the path, decodes the body, and calls ``store`` with
     the event's dedup key and the body (True: stored, False: a duplicate)."""
     expected = token.encode()
@@ -76,7 +100,51 @@ def _guarded(token: str, store: Callable[[str, bytes], Awaitable[bool]]) -> Hand
     return handle
 
 
-def _sqlite_store(app: web.Application, path: Path) -> Callable[[str, bytes], Awaitable[bool]]:
+@attrs.define(eq=False)
+class MemoryPeer:
+    """The memory peer's state: the dedup keys seen (key -> when it may be stored again), the
+    queue, and how many events its workers took."""
+
+    seen: dict[str, float] = attrs.field(factory=dict)
+    queue: asyncio.Queue[bytes] = attrs.field(factory=asyncio.Queue)
+    handled: int = 0
+
+    async def store(self, key: str, body: bytes) -> bool:
+        now = time.time()
+        if self.seen.get(key, 0.0) > now:
+            return False
+        self.seen[key] = now + DEDUP_RETENTION
+        self.queue.put_nowait(body)
+        return True
+
+    async def work(self) -> None:
+        while True:
+            await self.queue.get()
+            # The handlers would run here.
+            self.handled += 1
+            self.queue.task_done()
+
+
+MEMORY_PEER: Final = web.AppKey("memory_peer", MemoryPeer)
+"""The memory peer's state, on the app it serves."""
+
+
+def _memory_store(app: web.Application) -> Store:
+    peer = MemoryPeer()
+    app[MEMORY_PEER] = peer
+
+    async def workers(_app: web.Application) -> AsyncIterator[None]:
+        tasks = [asyncio.create_task(peer.work()) for _ in range(WORKERS)]
+        yield
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    app.cleanup_ctx.append(workers)
+    return peer.store
+
+
+def _sqlite_store(app: web.Application, path: Path) -> Store:
     db = sqlite3.connect(path, isolation_level=None)  # autocommit: one commit per statement
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=FULL")
@@ -92,9 +160,7 @@ def _sqlite_store(app: web.Application, path: Path) -> Callable[[str, bytes], Aw
     return store
 
 
-def _redis_store(
-    app: web.Application, url: str, prefix: str
-) -> Callable[[str, bytes], Awaitable[bool]]:
+def _redis_store(app: web.Application, url: str, prefix: str) -> Store:
     import redis.asyncio
 
     # A bounded pool that queues callers, as the inbox's (32 sockets): the default pool raises
@@ -116,17 +182,60 @@ def _redis_store(
     return store
 
 
+async def _no_reset(_conn: Any) -> None:
+    """The inbox's pool reset: nothing (no session state to reset)."""
+
+
+def _postgres_store(app: web.Application, dsn: str, schema: str) -> Store:
+    import asyncpg
+
+    pools: list[Any] = []
+
+    async def pool(_app: web.Application) -> AsyncIterator[None]:
+        opened = await asyncpg.create_pool(
+            dsn, min_size=1, max_size=POSTGRES_POOL_SIZE, reset=_no_reset
+        )
+        await opened.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+        await opened.execute(_POSTGRES_TABLE % {"schema": schema})
+        pools.append(opened)
+        yield
+        await opened.close()
+
+    app.cleanup_ctx.append(pool)
+    table = f'"{schema}".events'  # the benchmark's own schema name (new_schema), not input
+    insert = f"INSERT INTO {table} (dedup_key, raw, received_at) VALUES ($1, $2, $3)"  # noqa: S608
+    insert += " ON CONFLICT (dedup_key) DO NOTHING"
+
+    async def store(key: str, body: bytes) -> bool:
+        status = await pools[0].execute(insert, key, body, time.time())
+        return bool(status == "INSERT 0 1")
+
+    return store
+
+
 def add_peer(
-    app: web.Application, peer: str, *, token: str, workdir: Path, redis_url: str, prefix: str
+    app: web.Application,
+    peer: str,
+    *,
+    token: str,
+    workdir: Path,
+    redis_url: str,
+    prefix: str,
+    postgres_dsn: str = "",
+    schema: str = "",
 ) -> None:
     """Route ``POST /hooks/<token>`` on ``app`` to ``peer`` (one of :data:`PEERS`)."""
     if peer == "bare":
         app.router.add_post(f"/hooks/{token}", _bare)
+        return
+    if peer == "memory-peer":
+        store = _memory_store(app)
     elif peer == "sqlite-peer":
         store = _sqlite_store(app, workdir / "peer.db")
-        app.router.add_post("/hooks/{token}", _guarded(token, store))
     elif peer == "redis-peer":
         store = _redis_store(app, redis_url, prefix)
-        app.router.add_post("/hooks/{token}", _guarded(token, store))
+    elif peer == "postgres-peer":
+        store = _postgres_store(app, postgres_dsn, schema)
     else:
         raise ValueError(f"unknown peer {peer!r}; choose from {', '.join(PEERS)}")
+    app.router.add_post("/hooks/{token}", _guarded(token, store))

@@ -108,10 +108,10 @@ RECEIVER_VS_BARE_AT_TOP_ONLY: Final = frozenset({"postgres"})
 is ">= 0.4 x the bare handler at 128 connections"); the other counts are shown beside it."""
 RECEIVER_P99_MS: Final = 50.0
 RECEIVER_CPU_VS_PEER: Final = 1.1
+"""Server CPU per request of each receiver over that of the hand-written handler doing the same
+work (``benchmarks/_peers.py``)."""
 RETAINED_P99_VS_EMPTY: Final = 1.2
 """The paced p99 ack of an inbox holding ``retained_keys`` finished events over an empty one's."""
-"""Server CPU per request of each receiver over that of the hand-written handler doing the same
-durable work (the memory receiver's peer is the bare handler)."""
 GENERATOR_SATURATED: Final = 0.90
 """A load generator using this share of its core or more (or more CPU than the server) was the
 limit, not the server: the req/s ratios leave its rounds out."""

@@ -1,9 +1,9 @@
 """Section 3: ``process.completed`` POSTs against the mounted receiver, beside its peers.
 
 The server child (pinned to the server core) runs one variant: one of the hand-written handlers
-of ``_peers.py`` (bare, SQLite, Redis), or :class:`~webhooks.WebhookReceiver` mounted at
-``/hooks/`` with a memory, SQLite, Redis or PostgreSQL inbox, with no handler or with one that
-sleeps 30 s.  The load generator (wrk with a Lua script that gives every request its own
+of ``_peers.py`` (bare, or an inbox's work done by hand), or :class:`~webhooks.WebhookReceiver`
+mounted at ``/hooks/`` with a memory, SQLite, Redis or PostgreSQL inbox, with no handler or with
+one that sleeps 30 s.  The load generator (wrk with a Lua script that gives every request its own
 ``process_id``, so dedup never short-circuits; else a Python/aiohttp child) runs pinned to the
 client core and measures latency on its side.
 """
@@ -138,7 +138,16 @@ async def serve(
     app = web.Application()
     receiver: WebhookReceiver | None = None
     if store in PEERS:
-        add_peer(app, store, token=TOKEN, workdir=Path(workdir), redis_url=redis_url, prefix=prefix)
+        add_peer(
+            app,
+            store,
+            token=TOKEN,
+            workdir=Path(workdir),
+            redis_url=redis_url,
+            prefix=prefix,
+            postgres_dsn=postgres_dsn,
+            schema=schema,
+        )
     else:
         if store == "memory":
             inbox: Any = MemoryInbox()

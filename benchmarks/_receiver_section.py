@@ -44,8 +44,10 @@ Results = dict[tuple[str, str, bool], list[dict[str, Any]]]
 
 VARIANTS: Final[tuple[Variant, ...]] = (
     ("bare", False),
+    ("memory-peer", False),
     ("sqlite-peer", False),
     ("redis-peer", False),
+    ("postgres-peer", False),
     ("memory", False),
     ("sqlite", False),
     ("redis", False),
@@ -57,16 +59,22 @@ VARIANTS: Final[tuple[Variant, ...]] = (
 )
 NAMES: Final = {
     "bare": "bare aiohttp handler",
+    "memory-peer": "hand-written handler + asyncio.Queue",
     "sqlite-peer": "hand-written handler + SQLite",
     "redis-peer": "hand-written handler + Redis",
+    "postgres-peer": "hand-written handler + PostgreSQL",
     "memory": "receiver + MemoryInbox",
     "sqlite": "receiver + SQLiteInbox",
     "redis": "receiver + RedisInbox",
     "postgres": "receiver + PostgresInbox",
 }
-PEER_OF: Final = {"memory": "bare", "sqlite": "sqlite-peer", "redis": "redis-peer"}
-"""The handler each receiver's CPU per request is held against: the same durable work by hand
-(PostgreSQL has none: its receiver is held against the bare handler's req/s only)."""
+PEER_OF: Final = {
+    "memory": "memory-peer",
+    "sqlite": "sqlite-peer",
+    "redis": "redis-peer",
+    "postgres": "postgres-peer",
+}
+"""The handler each receiver's CPU per request is held against: the same work by hand."""
 STORES: Final = ("memory", "sqlite", "redis", "postgres")
 REFUSED: Final = "refused: load generator saturated"
 
@@ -156,7 +164,7 @@ def _measure(plan: Plan, runnable: Sequence[Variant], loads: Sequence[Load]) -> 
 
 def backend(store: str) -> str:
     """The server a variant needs: ``redis`` or ``postgres``, else ``""``."""
-    return "redis" if "redis" in store else "postgres" if store == "postgres" else ""
+    return "redis" if "redis" in store else "postgres" if "postgres" in store else ""
 
 
 def _median(results: Results, label: str, variant: Variant, key: str) -> float:
@@ -246,16 +254,19 @@ def _describe(plan: Plan, generator: str, top: int, paced_delay: int) -> str:
         "handler that sleeps 30 s); `queue_limit` raised to 10,000,000 so that backpressure "
         "(503 once 10,000 events wait, the default) does not mix into the ack timing: with the "
         "30 s handler the backlog grows at the full request rate.  The bare handler reads the "
-        "body, `json.loads` it and answers 200 JSON.  The hand-written handlers do the durable "
-        "work a user would write instead of mounting the receiver: the token check, "
-        "`json.loads`, then one SQLite `INSERT ... ON CONFLICT (dedup_key) DO NOTHING` "
-        "committed on the event loop (WAL, `synchronous=FULL`, as `SQLiteInbox`) or a Redis "
-        "`SET NX` of the dedup key and an `XADD` (redis-py's asyncio client), then 200 JSON; "
-        "they run no handler afterwards.  Every server process calls `gc.freeze()` once its "
+        "body, `json.loads` it and answers 200 JSON: the reference line.  The hand-written "
+        "handlers do the work a user would write instead of mounting the receiver: the token "
+        "check, `json.loads`, then the dedup key looked up in a dict and the body put on an "
+        "`asyncio.Queue` that eight worker tasks take from (the memory inbox's peer), one "
+        "SQLite `INSERT ... ON CONFLICT (dedup_key) DO NOTHING` committed on the event loop "
+        "(WAL, `synchronous=FULL`, as `SQLiteInbox`), a Redis `SET NX` of the dedup key and an "
+        "`XADD` (redis-py's asyncio client), or one PostgreSQL `INSERT ... ON CONFLICT DO "
+        "NOTHING` (asyncpg, on a pool set up as `PostgresInbox`'s), then 200 JSON; the durable "
+        "ones run no handler afterwards.  Every server process calls `gc.freeze()` once its "
         "app has started (the deployment `docs/webhooks.md` recommends).  Server CPU = "
         "`time.process_time()` of the server process (every thread, worker pool included) over "
         "the measured part, per request; 'x peer CPU/req' holds it against the hand-written "
-        "handler doing the same durable work, round by round.  'Server thread waits/req': the "
+        "handler doing the same work, round by round.  'Server thread waits/req': the "
         "times a thread of the server blocked and was woken (voluntary context switches of "
         "every thread, from `/proc`), per request: the event loop waiting for the network or "
         "a store, a writer thread for work or an fsync.  'Load gen / server CPU %': the "

@@ -19,7 +19,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from benchmarks._peers import DEDUP_RETENTION, add_peer
+from benchmarks._peers import DEDUP_RETENTION, MEMORY_PEER, add_peer
 from benchmarks._receiver_bench import TOKEN, body_for
 
 
@@ -55,6 +55,17 @@ EXPECTED = [
 ]
 
 
+async def test_the_memory_peer_queues_each_event_once_for_its_workers(tmp_path: Path) -> None:
+    app = web.Application()
+    add_peer(app, "memory-peer", token=TOKEN, workdir=tmp_path, redis_url="", prefix="")
+    peer = app[MEMORY_PEER]
+    async with _serve(app) as base:
+        assert await _deliver_twice_and_forge(base) == EXPECTED
+        await peer.queue.join()  # the workers took what was queued
+        assert peer.handled == 1
+    assert list(peer.seen) == ["process.completed:proc-peer-1:done"]
+
+
 async def test_the_sqlite_peer_stores_each_event_once_in_a_wal_file(tmp_path: Path) -> None:
     app = web.Application()
     add_peer(app, "sqlite-peer", token=TOKEN, workdir=tmp_path, redis_url="", prefix="")
@@ -83,3 +94,32 @@ async def test_the_redis_peer_claims_the_key_and_streams_the_event_once(
     assert [fields for _, fields in entries] == [{b"raw": body_for("proc-peer-1")}]
     ttl = await raw_redis.ttl(redis_prefix + "dedup:process.completed:proc-peer-1:done")
     assert DEDUP_RETENTION - 60 < ttl <= DEDUP_RETENTION
+
+
+@pytest.mark.postgres
+async def test_the_postgres_peer_inserts_each_event_once(
+    tmp_path: Path, postgres_dsn: str, postgres_schema: str
+) -> None:
+    import asyncpg
+
+    app = web.Application()
+    add_peer(
+        app,
+        "postgres-peer",
+        token=TOKEN,
+        workdir=tmp_path,
+        redis_url="",
+        prefix="",
+        postgres_dsn=postgres_dsn,
+        schema=postgres_schema,
+    )
+    async with _serve(app) as base:
+        assert await _deliver_twice_and_forge(base) == EXPECTED
+    conn = await asyncpg.connect(postgres_dsn)
+    try:
+        rows = await conn.fetch(f'SELECT dedup_key, raw FROM "{postgres_schema}".events')
+    finally:
+        await conn.close()
+    assert [tuple(row) for row in rows] == [
+        ("process.completed:proc-peer-1:done", body_for("proc-peer-1"))
+    ]
