@@ -316,7 +316,9 @@ class Client:
         is uploaded, so a wrong tool, widget or item costs neither an upload nor a process.  Then
         the call waits for a place in the client's generation limit (concurrent calls queue, in
         arrival order) and only then uploads.  ``timeout`` bounds the wait for the result (the
-        queue is not counted).  A failed process is returned with status
+        queue is not counted); with a ``registry`` the result is awaited as
+        ``client.processes.wait()`` does: the webhook first, polling after ``webhook_grace`` seconds
+        (default: half of ``timeout``).  A failed process is returned with status
         ``failed``; it is not raised.  When one request creates several processes, the first is
         the one waited for.
         """
@@ -380,7 +382,8 @@ class Client:
         ``Process`` of that run, its process id (fetched once to read its group), or its group id
         (an id that is not a process is taken as the group id and checked by the service).
 
-        ``timeout`` bounds the wait.  A failed process is returned with status ``failed``.
+        ``timeout`` bounds the wait; ``registry`` and ``webhook_grace`` are those of
+        ``client.processes.wait()``.  A failed process is returned with status ``failed``.
         """
         return await self._flows.run_mask_removal(
             image,

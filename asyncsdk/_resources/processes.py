@@ -219,9 +219,12 @@ class Processes:
         """Wait until the process is ``done`` or ``failed``, under one deadline of ``timeout`` s.
 
         With a ``registry`` the webhook event is awaited first; after ``webhook_grace`` seconds
-        (default: the whole deadline), or at once when ``registry.healthy`` is false, the process is
-        polled instead.  Each poll waits ``poll_interval`` after the answer to the one before (never
-        less than the client's ``min_poll_interval``), so the service sees them that far apart.
+        (default: half of ``timeout``), or at once when ``registry.healthy`` is false, the process
+        is polled too, so that a webhook that never comes does not lose the result, and an event
+        that comes between two polls still ends the wait at once.  Give
+        ``webhook_grace=timeout`` to await the webhook alone.  Each poll waits ``poll_interval``
+        after the answer to the one before (never less than the client's
+        ``min_poll_interval``), so the service sees them that far apart.
         Raises ``WaitTimeoutError`` at the deadline, and ``ProcessFailedError`` for a failed
         process when ``raise_on_failure`` is true.
         """

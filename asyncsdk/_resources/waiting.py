@@ -80,6 +80,9 @@ class Waiting:
         interval = self.min_poll_interval
         if poll_interval is not None:
             interval = max(interval, poll_interval)
+        if webhook_grace is None:
+            # A webhook lost on its way must not cost the result: poll for the second half.
+            webhook_grace = timeout / 2
         state = _WaitState()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -108,29 +111,46 @@ class Waiting:
         self,
         process_id: str,
         registry: ResultWaiter | None,
-        webhook_grace: float | None,
+        webhook_grace: float,
         interval: float,
         state: _WaitState,
     ) -> Process:
+        event = None
         if registry is not None:
             event = await self._from_registry(process_id, registry, webhook_grace, interval)
-            if event is not None:
-                state.last_status = event.status
-                return _process_from_event(event)
-        while True:
+        while event is None:
             process = await self.get(process_id)
             state.last_status = process.status
             if process.is_finished:
                 return process
             # Counted from the answer, not the request: the service then sees the GETs at least
             # ``interval`` apart whatever the network did to either of them.
-            await asyncio.sleep(interval)
+            event = await self._between_polls(process_id, registry, interval)
+        state.last_status = event.status
+        return _process_from_event(event)
+
+    async def _between_polls(
+        self, process_id: str, registry: ResultWaiter | None, interval: float
+    ) -> ProcessCompleted | None:
+        """Wait ``interval`` before the next poll, listening to a healthy registry meanwhile: a
+        webhook that comes late still ends the wait at once (``None``: time to poll)."""
+        loop = asyncio.get_running_loop()
+        next_poll = loop.time() + interval
+        if registry is not None and registry.healthy:
+            try:
+                return await registry.wait(process_id, timeout=interval)
+            except TimeoutError:
+                return None
+            except AsyncSDKError as exc:
+                _log.debug("webhook registry failed while waiting for %s (%s)", process_id, exc)
+        await asyncio.sleep(max(0.0, next_poll - loop.time()))
+        return None
 
     async def _from_registry(
         self,
         process_id: str,
         registry: ResultWaiter,
-        webhook_grace: float | None,
+        webhook_grace: float,
         interval: float,
     ) -> ProcessCompleted | None:
         """The webhook event, or ``None`` once it is time to poll instead.
@@ -139,9 +159,9 @@ class Waiting:
         wait is noticed (``healthy`` turns false) and polling takes over.
         """
         loop = asyncio.get_running_loop()
-        grace_end = None if webhook_grace is None else loop.time() + webhook_grace
+        grace_end = loop.time() + webhook_grace
         while registry.healthy:
-            remaining = interval if grace_end is None else min(interval, grace_end - loop.time())
+            remaining = min(interval, grace_end - loop.time())
             if remaining <= 0:
                 return None
             try:

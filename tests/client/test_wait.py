@@ -261,14 +261,52 @@ async def test_one_deadline_covers_registry_and_polling(
     assert 1 <= len(fake.seen) <= 4  # polling had only the 0.15 s left after the grace
 
 
-async def test_registry_without_event_times_out(fake: FakeService, client: Client) -> None:
+async def test_a_grace_as_long_as_the_timeout_awaits_the_webhook_alone(
+    fake: FakeService, client: Client
+) -> None:
     registry = FakeRegistry()
 
     with pytest.raises(WaitTimeoutError) as info:
-        await client.processes.wait("pr1", registry=registry, timeout=0.1)
+        await client.processes.wait("pr1", registry=registry, webhook_grace=0.1, timeout=0.1)
 
     assert info.value.last_status is None
     assert fake.seen == []
+
+
+async def test_a_webhook_that_comes_between_polls_ends_the_wait_at_once(
+    fake: FakeService, make_client: MakeClient
+) -> None:
+    client = make_client(min_poll_interval=5)
+    registry = FakeRegistry()
+    fake.script("GET", PATH, Reply(json=process_json(status="processing")))
+
+    async def deliver_after_the_first_poll() -> None:
+        await asyncio.sleep(0.3)  # the grace is 0: the first poll comes at once
+        registry.deliver(event("done"))
+
+    delivery = asyncio.create_task(deliver_after_the_first_poll())
+    process = await client.processes.wait("pr1", registry=registry, webhook_grace=0, timeout=3)
+    await delivery
+
+    assert process.status == "done"  # not a WaitTimeoutError at 3 s, the next poll being at 5 s
+    assert len(fake.seen) == 1
+
+
+async def test_a_lost_webhook_still_gets_the_result_by_default(
+    fake: FakeService, make_client: MakeClient
+) -> None:
+    """No ``webhook_grace``: the webhook has half the deadline, then the process is polled."""
+    client = make_client(min_poll_interval=0.05)
+    registry = FakeRegistry()  # healthy, but the event never comes
+    fake.script("GET", PATH, Reply(json=process_json(status="done")))
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+
+    process = await client.processes.wait("pr1", registry=registry, timeout=0.4)
+
+    assert process.status == "done"
+    assert len(fake.seen) == 1
+    assert loop.time() - started >= 0.2  # the first GET came once half the wait had passed
 
 
 async def test_run_uploads_creates_and_waits(fake: FakeService, make_client: MakeClient) -> None:
