@@ -18,6 +18,7 @@ from asyncsdk import ConfigurationError
 __all__ = [
     "check_consumer",
     "check_limit",
+    "host_port",
     "non_negative_int",
     "non_negative_seconds",
     "positive_seconds",
@@ -89,6 +90,14 @@ def url_scheme(url: str) -> str:
     """
     scheme, separator, _ = url.partition("://")
     return scheme.lower() if separator else ""
+
+
+def host_port(host: object, port: object) -> str:
+    """``host:port`` as a URL writes it: an IPv6 address in brackets (``[::1]:6379``)."""
+    shown = str(host)
+    if ":" in shown and not shown.startswith("["):
+        shown = f"[{shown}]"
+    return f"{shown}:{port}"
 
 
 def shown_url(url: object) -> str:

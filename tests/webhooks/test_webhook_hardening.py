@@ -91,6 +91,25 @@ def test_no_store_repr_shows_the_password_of_its_url() -> None:
         assert "127.0.0.1" in shown  # where it points is still told
 
 
+def test_store_reprs_write_an_ipv6_host_in_brackets() -> None:
+    redis, postgres = "redis://[::1]:6390/0", "postgresql://app@[::1]:5499/db"
+    shown = {
+        "[::1]:6390/0": [
+            RedisInbox(redis),
+            RedisRegistry(redis),
+            RedisBackend(redis, prefix="p:"),
+        ],
+        "[::1]:5499/db": [
+            PostgresInbox(postgres),
+            PostgresRegistry(postgres),
+            PostgresBackend(postgres),
+        ],
+    }
+    for where, stores in shown.items():
+        for store in stores:
+            assert where in repr(store), repr(store)
+
+
 async def raw_status(port: int, head: bytes, body: bytes = b"") -> int:
     """The status of one request written byte for byte (a client library would refuse to send
     a header value that is not UTF-8)."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 import yarl
 
 from asyncsdk import ConfigurationError
-from webhooks._checks import shown_url, url_scheme
+from webhooks._checks import host_port, shown_url, url_scheme
 from webhooks._postgres import _sql
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ def where(dsn: str) -> str:
     """host:port/database of a DSN, for error messages (never the password)."""
     try:
         url = yarl.URL(dsn)
-        return f"{url.host or 'localhost'}:{url.port or 5432}{url.path or '/'}"
+        return f"{host_port(url.host or 'localhost', url.port or 5432)}{url.path or '/'}"
     except ValueError:  # several hosts (h1:5432,h2:5433), which asyncpg takes and yarl does not
         hosts_and_path = dsn.partition("://")[2].rpartition("@")[2]
         return hosts_and_path.partition("?")[0]

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Final
 
 from asyncsdk import ConfigurationError
-from webhooks._checks import shown_url, url_scheme
+from webhooks._checks import host_port, shown_url, url_scheme
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -88,7 +88,7 @@ def where(client: Redis) -> str:
     kwargs = client.connection_pool.connection_kwargs
     if "path" in kwargs:
         return f"unix:{kwargs['path']}"
-    return f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}/{kwargs.get('db', 0)}"
+    return f"{host_port(kwargs.get('host', '?'), kwargs.get('port', '?'))}/{kwargs.get('db', 0)}"
 
 
 @contextlib.contextmanager
