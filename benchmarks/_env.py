@@ -97,7 +97,7 @@ def _version(dist: str) -> str:
         return "not installed"
 
 
-def _git_revision() -> str:
+def git_revision() -> str:
     try:
         head = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],  # noqa: S607 - git from PATH
@@ -156,7 +156,7 @@ def versions() -> dict[str, str]:
         "aiohttp": _version("aiohttp"),
         "httpx": _version("httpx"),
         "redis-py": _version("redis"),
-        "asyncsdk": f"{asyncsdk.__version__} (git {_git_revision()})",
+        "asyncsdk": f"{asyncsdk.__version__} (git {git_revision()})",
         "attrs / cattrs / yarl": " / ".join(_version(d) for d in ("attrs", "cattrs", "yarl")),
         "Redis server": _redis_server(),
         "wrk": _wrk_version(),

@@ -17,11 +17,13 @@
   for the inbox).
 * ``postgres-peer``: the token check, ``json.loads``, one ``INSERT ... ON CONFLICT (dedup_key) DO
   NOTHING`` of the body with asyncpg, on a pool set up as :class:`~webhooks.PostgresInbox`'s (16
-  connections at most, no reset query when a connection goes back), so that the two differ by
-  the work done and not by pool settings; committed (``synchronous_commit`` as the server has
-  it, as for the inbox) before the answer.
+  connections at most, the same timeouts, no reset query when a connection goes back), so that
+  the two differ by the work done and not by pool settings; committed (``synchronous_commit`` as
+  the server has it, as for the inbox) before the answer.
 
-Every peer keys an event as the receiver does: by (event, process_id, status).
+Every peer keys an event as the receiver does: by (event, process_id, status).  The durable peers
+store and answer: nothing takes their events afterwards, while the receiver's workers also claim
+and ack each one; the memory peer's workers take each event off its queue, with nothing to ack.
 """
 
 from __future__ import annotations
@@ -193,7 +195,12 @@ def _postgres_store(app: web.Application, dsn: str, schema: str) -> Store:
 
     async def pool(_app: web.Application) -> AsyncIterator[None]:
         opened = await asyncpg.create_pool(
-            dsn, min_size=1, max_size=POSTGRES_POOL_SIZE, reset=_no_reset
+            dsn,
+            min_size=1,
+            max_size=POSTGRES_POOL_SIZE,
+            timeout=10.0,
+            command_timeout=30.0,
+            reset=_no_reset,
         )
         await opened.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
         await opened.execute(_POSTGRES_TABLE % {"schema": schema})
@@ -207,8 +214,8 @@ def _postgres_store(app: web.Application, dsn: str, schema: str) -> Store:
     insert += " ON CONFLICT (dedup_key) DO NOTHING"
 
     async def store(key: str, body: bytes) -> bool:
-        status = await pools[0].execute(insert, key, body, time.time())
-        return bool(status == "INSERT 0 1")
+        status: str = await pools[0].execute(insert, key, body, time.time())
+        return status == "INSERT 0 1"
 
     return store
 

@@ -63,7 +63,10 @@ class Child:
         *,
         cpu: int | None = None,
         argv: Sequence[str] | None = None,
+        packages: Path | None = None,
     ) -> None:
+        """``packages``: a folder whose ``asyncsdk`` and ``webhooks`` the child imports instead
+        of this tree's (``benchmarks.sidebyside``); the benchmark code is this tree's."""
         self.target = target
         self._log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed in stop()
             mode="w+", prefix="bench-child-", suffix=".log"
@@ -79,6 +82,10 @@ class Child:
             command = list(argv)
             preexec = (lambda: os.sched_setaffinity(0, {core})) if core is not None else None
         env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+        if packages is not None:
+            env["PYTHONPATH"] = os.pathsep.join([str(packages), str(ROOT)])
+            # ``-m`` would put the working directory (this tree) ahead of PYTHONPATH.
+            env["PYTHONSAFEPATH"] = "1"
         self.proc = subprocess.Popen(
             command,
             stdin=subprocess.PIPE,
@@ -199,6 +206,9 @@ class Child:
             if self.proc.stdin is not None:
                 self.proc.stdin.close()
         self._reader.join(timeout=5)
+        with contextlib.suppress(OSError, ValueError):
+            if self.proc.stdout is not None:
+                self.proc.stdout.close()
         self._log.close()
         _alive.discard(self)
 
@@ -216,10 +226,15 @@ def serving(
 
 
 def run_job(
-    target: str, kwargs: dict[str, Any], *, cpu: int | None = CLIENT_CPU, timeout: float = 300.0
+    target: str,
+    kwargs: dict[str, Any],
+    *,
+    cpu: int | None = CLIENT_CPU,
+    timeout: float = 300.0,
+    packages: Path | None = None,
 ) -> dict[str, Any]:
     """Run one job child to its end and return its result."""
-    child = Child(target, kwargs, cpu=cpu)
+    child = Child(target, kwargs, cpu=cpu, packages=packages)
     try:
         return child.result(timeout)
     finally:

@@ -126,17 +126,8 @@ async def serve(
 ) -> None:
     """Serve one variant (:func:`run_server`; ``observed``: a telemetry mode of
     ``_observed.py``, or empty for none); ``"stats"`` adds the receiver's counters."""
-    from webhooks import (
-        MemoryInbox,
-        PostgresInbox,
-        RedisInbox,
-        SQLiteInbox,
-        TokenVerifier,
-        WebhookReceiver,
-    )
-
     app = web.Application()
-    receiver: WebhookReceiver | None = None
+    receiver: Any = None
     if store in PEERS:
         add_peer(
             app,
@@ -149,18 +140,10 @@ async def serve(
             schema=schema,
         )
     else:
-        if store == "memory":
-            inbox: Any = MemoryInbox()
-        elif store == "sqlite":
-            inbox = SQLiteInbox(Path(workdir) / "inbox.db")
-        elif store == "redis":
-            inbox = RedisInbox(redis_url, prefix=prefix)
-        elif store == "postgres":
-            inbox = PostgresInbox(postgres_dsn, schema=schema)
-        else:
-            raise ValueError(f"unknown store {store!r}")
-        receiver = WebhookReceiver(
-            inbox=inbox,
+        from webhooks import TokenVerifier, WebhookReceiver
+
+        mounted = WebhookReceiver(
+            inbox=_inbox(store, Path(workdir), redis_url, prefix, postgres_dsn, schema),
             verifier=TokenVerifier(TOKEN),
             queue_limit=QUEUE_LIMIT,
             drain_timeout=0.5,
@@ -168,17 +151,36 @@ async def serve(
         )
         if slow_handler:
 
-            @receiver.on_completed()
+            @mounted.on_completed()
             async def slow(event: Any) -> None:
                 await asyncio.sleep(30)
 
-        receiver.setup(app, "/hooks/")
+        mounted.setup(app, "/hooks/")
+        receiver = mounted
     await run_server(
         io,
         app,
         lambda port: {"url": f"http://127.0.0.1:{port}/hooks/{TOKEN}"},
         lambda: _stats(receiver),
     )
+
+
+def _inbox(
+    store: str, workdir: Path, redis_url: str, prefix: str, postgres_dsn: str, schema: str
+) -> Any:
+    """The receiver's inbox for ``store``, looked up only when asked for: an older tree without
+    one of them (``benchmarks.sidebyside``) still serves the others."""
+    import webhooks
+
+    if store == "memory":
+        return webhooks.MemoryInbox()
+    if store == "sqlite":
+        return webhooks.SQLiteInbox(workdir / "inbox.db")
+    if store == "redis":
+        return webhooks.RedisInbox(redis_url, prefix=prefix)
+    if store == "postgres":
+        return webhooks.PostgresInbox(postgres_dsn, schema=schema)
+    raise ValueError(f"unknown store {store!r}")
 
 
 async def run_server(

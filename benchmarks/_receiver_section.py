@@ -88,10 +88,12 @@ def receiver_once(
     delay_ms: int | None,
     place: Place | None = None,
     observed: str = "",
+    packages: Path | None = None,
 ) -> dict[str, Any]:
     """One fresh server, a warm-up, one measured load; the load generator's figures plus the
     server's CPU and counters over the measured part.  The inbox is a new one, dropped after,
-    unless ``place`` names an existing one (kept)."""
+    unless ``place`` names an existing one (kept).  ``packages``: as for
+    :class:`~benchmarks._procs.Child`."""
     run = uuid.uuid4().hex[:10]
     if place is None:
         prefix, schema, server_dir = new_prefix("inbox"), new_schema("inbox"), folder / run
@@ -111,6 +113,7 @@ def receiver_once(
             "observed": observed,
         },
         cpu=SERVER_CPU,
+        packages=packages,
     )
     try:
         url = child.ready()["url"]
@@ -124,7 +127,7 @@ def receiver_once(
         child.stop()
         if place is None:
             drop_prefix(prefix)
-            if store == "postgres":
+            if backend(store) == "postgres":
                 drop_schema(schema)
     seconds = load["duration_us"] / 1e6
     load["generator"] = generator
