@@ -64,16 +64,19 @@ class Child:
         cpu: int | None = None,
         argv: Sequence[str] | None = None,
         packages: Path | None = None,
+        wrapper: Sequence[str] = (),
     ) -> None:
         """``packages``: a folder whose ``asyncsdk`` and ``webhooks`` the child imports instead
-        of this tree's (``benchmarks.sidebyside``); the benchmark code is this tree's."""
+        of this tree's (``benchmarks.sidebyside``); the benchmark code is this tree's.
+        ``wrapper``: a command the child's Python runs under (``benchmarks.instructions``:
+        valgrind)."""
         self.target = target
         self._log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed in stop()
             mode="w+", prefix="bench-child-", suffix=".log"
         )
         core = _core(cpu)
         if argv is None:
-            command = [sys.executable, "-m", "benchmarks._child"]
+            command = [*wrapper, sys.executable, "-m", "benchmarks._child"]
             if core is not None:
                 command += ["--cpu", str(core)]
             command += [target, json.dumps(kwargs or {})]
