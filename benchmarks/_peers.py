@@ -119,7 +119,15 @@ class MemoryPeer:
         self.queue.put_nowait(body)
         return True
 
-    async def work(self) -> None:
+    async def workers(self, _app: web.Application) -> AsyncIterator[None]:
+        """The worker tasks, for the app's lifetime."""
+        tasks = [asyncio.create_task(self._work()) for _ in range(WORKERS)]
+        yield
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _work(self) -> None:
         while True:
             await self.queue.get()
             # The handlers would run here.
@@ -129,21 +137,6 @@ class MemoryPeer:
 
 MEMORY_PEER: Final = web.AppKey("memory_peer", MemoryPeer)
 """The memory peer's state, on the app it serves."""
-
-
-def _memory_store(app: web.Application) -> Store:
-    peer = MemoryPeer()
-    app[MEMORY_PEER] = peer
-
-    async def workers(_app: web.Application) -> AsyncIterator[None]:
-        tasks = [asyncio.create_task(peer.work()) for _ in range(WORKERS)]
-        yield
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-
-    app.cleanup_ctx.append(workers)
-    return peer.store
 
 
 def _sqlite_store(app: web.Application, path: Path) -> Store:
@@ -188,36 +181,40 @@ async def _no_reset(_conn: Any) -> None:
     """The inbox's pool reset: nothing (no session state to reset)."""
 
 
-def _postgres_store(app: web.Application, dsn: str, schema: str) -> Store:
-    import asyncpg
+@attrs.define(eq=False)
+class _PostgresPeer:
+    """The PostgreSQL peer: its pool (opened with the app) and its insert."""
 
-    pools: list[Any] = []
+    dsn: str
+    schema: str
+    pool: Any = None
 
-    async def pool(_app: web.Application) -> AsyncIterator[None]:
-        opened = await asyncpg.create_pool(
-            dsn,
+    async def open(self, _app: web.Application) -> AsyncIterator[None]:
+        import asyncpg
+
+        self.pool = await asyncpg.create_pool(
+            self.dsn,
             min_size=1,
             max_size=POSTGRES_POOL_SIZE,
             timeout=10.0,
             command_timeout=30.0,
             reset=_no_reset,
         )
-        await opened.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
-        await opened.execute(_POSTGRES_TABLE % {"schema": schema})
-        pools.append(opened)
+        await self.pool.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+        await self.pool.execute(_POSTGRES_TABLE % {"schema": self.schema})
         yield
-        await opened.close()
+        await self.pool.close()
 
-    app.cleanup_ctx.append(pool)
-    table = f'"{schema}".events'  # the benchmark's own schema name (new_schema), not input
-    insert = f"INSERT INTO {table} (dedup_key, raw, received_at) VALUES ($1, $2, $3)"  # noqa: S608
-    insert += " ON CONFLICT (dedup_key) DO NOTHING"
-
-    async def store(key: str, body: bytes) -> bool:
-        status: str = await pools[0].execute(insert, key, body, time.time())
+    async def store(self, key: str, body: bytes) -> bool:
+        # The schema is the benchmark's own name (new_schema), not input.
+        status: str = await self.pool.execute(
+            f'INSERT INTO "{self.schema}".events (dedup_key, raw, received_at)'  # noqa: S608
+            " VALUES ($1, $2, $3) ON CONFLICT (dedup_key) DO NOTHING",
+            key,
+            body,
+            time.time(),
+        )
         return status == "INSERT 0 1"
-
-    return store
 
 
 def add_peer(
@@ -235,14 +232,19 @@ def add_peer(
     if peer == "bare":
         app.router.add_post(f"/hooks/{token}", _bare)
         return
+    store: Store
     if peer == "memory-peer":
-        store = _memory_store(app)
+        memory = app[MEMORY_PEER] = MemoryPeer()
+        app.cleanup_ctx.append(memory.workers)
+        store = memory.store
     elif peer == "sqlite-peer":
         store = _sqlite_store(app, workdir / "peer.db")
     elif peer == "redis-peer":
         store = _redis_store(app, redis_url, prefix)
     elif peer == "postgres-peer":
-        store = _postgres_store(app, postgres_dsn, schema)
+        postgres = _PostgresPeer(postgres_dsn, schema)
+        app.cleanup_ctx.append(postgres.open)
+        store = postgres.store
     else:
         raise ValueError(f"unknown peer {peer!r}; choose from {', '.join(PEERS)}")
     app.router.add_post("/hooks/{token}", _guarded(token, store))

@@ -3,28 +3,30 @@
 from __future__ import annotations
 
 import math
-import uuid
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Final
 
 import attrs
 
 from benchmarks import _plan as goals
-from benchmarks._env import POSTGRES_DSN, REDIS_URL, median
-from benchmarks._load import run_load
+from benchmarks._env import median
 from benchmarks._plan import Plan
-from benchmarks._procs import SERVER_CPU, Child, which
+from benchmarks._procs import which
+from benchmarks._receiver_run import (
+    NAMES,
+    PEER_OF,
+    Load,
+    backend,
+    paced_delay,
+    receiver_loads,
+    receiver_once,
+)
 from benchmarks._retention import retention
 from benchmarks._shared import (
     Goal,
     Section,
-    drop_prefix,
-    drop_schema,
     fmt,
     met_if_measured,
-    new_prefix,
-    new_schema,
     paired,
     postgres_problem,
     redis_problem,
@@ -33,10 +35,6 @@ from benchmarks._shared import (
     workdir,
 )
 
-Load = tuple[str, int, int | None]
-"""A load: its label, its connections, and the pause of a paced one (ms; None: flat out)."""
-Place = tuple[str, str, Path]
-"""Where an inbox lives: its Redis prefix, its PostgreSQL schema, its SQLite folder."""
 Variant = tuple[str, bool]
 """A server: the store (a peer of ``_peers.py``, or the receiver's inbox), and the 30 s handler."""
 Results = dict[tuple[str, str, bool], list[dict[str, Any]]]
@@ -57,98 +55,8 @@ VARIANTS: Final[tuple[Variant, ...]] = (
     ("redis", True),
     ("postgres", True),
 )
-NAMES: Final = {
-    "bare": "bare aiohttp handler",
-    "memory-peer": "hand-written handler + asyncio.Queue",
-    "sqlite-peer": "hand-written handler + SQLite",
-    "redis-peer": "hand-written handler + Redis",
-    "postgres-peer": "hand-written handler + PostgreSQL",
-    "memory": "receiver + MemoryInbox",
-    "sqlite": "receiver + SQLiteInbox",
-    "redis": "receiver + RedisInbox",
-    "postgres": "receiver + PostgresInbox",
-}
-PEER_OF: Final = {
-    "memory": "memory-peer",
-    "sqlite": "sqlite-peer",
-    "redis": "redis-peer",
-    "postgres": "postgres-peer",
-}
-"""The handler each receiver's CPU per request is held against: the same work by hand."""
 STORES: Final = ("memory", "sqlite", "redis", "postgres")
 REFUSED: Final = "refused: load generator saturated"
-
-
-def receiver_once(
-    plan: Plan,
-    folder: Path,
-    store: str,
-    slow: bool,
-    connections: int,
-    delay_ms: int | None,
-    place: Place | None = None,
-    observed: str = "",
-    packages: Path | None = None,
-) -> dict[str, Any]:
-    """One fresh server, a warm-up, one measured load; the load generator's figures plus the
-    server's CPU and counters over the measured part.  The inbox is a new one, dropped after,
-    unless ``place`` names an existing one (kept).  ``packages``: as for
-    :class:`~benchmarks._procs.Child`."""
-    run = uuid.uuid4().hex[:10]
-    if place is None:
-        prefix, schema, server_dir = new_prefix("inbox"), new_schema("inbox"), folder / run
-        server_dir.mkdir()
-    else:
-        prefix, schema, server_dir = place
-    child = Child(
-        "_receiver_bench:serve",
-        {
-            "store": store,
-            "slow_handler": slow,
-            "workdir": str(server_dir),
-            "redis_url": REDIS_URL,
-            "prefix": prefix,
-            "postgres_dsn": POSTGRES_DSN,
-            "schema": schema,
-            "observed": observed,
-        },
-        cpu=SERVER_CPU,
-        packages=packages,
-    )
-    try:
-        url = child.ready()["url"]
-        run_load(url, connections, plan.receiver_warmup_seconds, folder, "w" + run, delay_ms)
-        child.send("mark")
-        child.recv()
-        load, generator = run_load(url, connections, plan.receiver_seconds, folder, run, delay_ms)
-        child.send("stats")
-        load["server"] = child.recv()
-    finally:
-        child.stop()
-        if place is None:
-            drop_prefix(prefix)
-            if backend(store) == "postgres":
-                drop_schema(schema)
-    seconds = load["duration_us"] / 1e6
-    load["generator"] = generator
-    load["rps"] = load["requests"] / seconds
-    load["cpu_us"] = load["server"]["cpu_s"] / max(1, load["requests"]) * 1e6
-    load["waits"] = load["server"]["waits"] / max(1, load["requests"])
-    # Shares of one core over the measured load.  The generator was the limit, not the server,
-    # when it used (nearly) all of its core, or more CPU per request than the server: with a
-    # core each, the side that spends more per request runs out first, even when other work on
-    # the machine keeps both below 100 %.
-    load["generator_share"] = load["cpu_s"] / seconds
-    load["server_share"] = load["server"]["cpu_s"] / seconds
-    load["saturated"] = (
-        load["generator_share"] >= goals.GENERATOR_SATURATED
-        or load["cpu_s"] >= load["server"]["cpu_s"]
-    )
-    load["bad"] = load["non_2xx"] + load["errors"] + load["timeouts"]
-    server = load["server"]
-    # Of the events accepted since the server started, the share the workers finished (acked).
-    load["handled"] = server["processed"] / server["accepted"] if server.get("accepted") else None
-    return load
 
 
 def _measure(plan: Plan, runnable: Sequence[Variant], loads: Sequence[Load]) -> tuple[Results, str]:
@@ -163,11 +71,6 @@ def _measure(plan: Plan, runnable: Sequence[Variant], loads: Sequence[Load]) -> 
                     generator = result["generator"]
                     results.setdefault((label, store, slow), []).append(result)
     return results, generator
-
-
-def backend(store: str) -> str:
-    """The server a variant needs: ``redis`` or ``postgres``, else ``""``."""
-    return "redis" if "redis" in store else "postgres" if "postgres" in store else ""
 
 
 def _median(results: Results, label: str, variant: Variant, key: str) -> float:
@@ -310,23 +213,18 @@ def run_receiver(plan: Plan) -> Section:
     problems = {"redis": redis_problem(), "postgres": postgres_problem()}
     reasons = {server: problem for server, problem in problems.items() if problem}
     runnable = [v for v in VARIANTS if backend(v[0]) not in reasons]
-    top = max(plan.receiver_connections)
-    paced_delay = round(top * 1000 / plan.receiver_paced_rate)
-    # Saturating loads at each connection count, then a paced one.
-    loads: list[Load] = [(f"{c} conns, flat out", c, None) for c in plan.receiver_connections]
-    loads.append((f"{top} conns, paced to ~{plan.receiver_paced_rate:,} req/s", top, paced_delay))
+    top, pause = max(plan.receiver_connections), paced_delay(plan)
+    loads = receiver_loads(plan)
     results, generator = _measure(plan, runnable, loads)
     rows = [_row(results, load, variant, reasons) for load in loads for variant in VARIANTS]
-    section.lines += [_describe(plan, generator, top, paced_delay), "", *table(HEADER, rows)]
+    section.lines += [_describe(plan, generator, top, pause), "", *table(HEADER, rows)]
     longer = attrs.evolve(plan, receiver_seconds=plan.retained_seconds)
     with workdir("bench-retained-") as folder:
         lines, found = retention(
             plan,
             folder,
             [store for store, slow in runnable if not slow],
-            lambda store, place: receiver_once(
-                longer, folder, store, False, top, paced_delay, place
-            ),
+            lambda store, place: receiver_once(longer, folder, store, False, top, pause, place),
         )
     section.lines += ["", *lines]
     section.goals += found

@@ -36,7 +36,8 @@ from benchmarks._child import ChildIO
 from benchmarks._env import git_revision, median
 from benchmarks._plan import MIB, Plan, make_plan
 from benchmarks._procs import ROOT, run_job, serving, which
-from benchmarks._receiver_section import PEER_OF, REFUSED, Load, receiver_once
+from benchmarks._receiver_run import PEER_OF, receiver_loads, receiver_once
+from benchmarks._receiver_section import REFUSED
 from benchmarks._shared import fmt, redis_problem, runs_of, table, workdir
 
 TREES: Final = ("baseline", "this")
@@ -52,7 +53,8 @@ HIGHER_IS_BETTER: Final = "req/s", "MiB/s"
 @contextlib.contextmanager
 def baseline_packages(ref: str) -> Iterator[tuple[Path, str]]:
     """A folder holding ``REF``'s ``asyncsdk`` and ``webhooks`` (links into a git worktree of
-    it, removed at the end), and the commit ``REF`` names."""
+    it, removed at the end), checked to be what a helper given it imports, and the commit
+    ``REF`` names."""
     commit = _git("rev-parse", "--verify", "--short", "--end-of-options", f"{ref}^{{commit}}")
     folder = Path(tempfile.mkdtemp(prefix="bench-baseline-"))
     tree = folder / "tree"
@@ -62,6 +64,7 @@ def baseline_packages(ref: str) -> Iterator[tuple[Path, str]]:
         packages.mkdir()
         for name in ("asyncsdk", "webhooks"):
             (packages / name).symlink_to(tree / name, target_is_directory=True)
+        check_baseline(packages)
         yield packages, commit
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -165,12 +168,8 @@ def _upload_round(
 def _receiver_round(
     plan: Plan, folder: Path, packages: dict[str, Path | None], n: int, ratios: Ratios
 ) -> None:
-    top = max(plan.receiver_connections)
-    paced = round(top * 1000 / plan.receiver_paced_rate)
-    loads: list[Load] = [(f"@{c}", c, None) for c in plan.receiver_connections]
-    loads.append((f"@{top} paced", top, paced))
     references = ("bare", *(PEER_OF[store] for store in STORES))
-    for label, connections, delay in loads:
+    for label, connections, delay in receiver_loads(plan):
         ref = {
             v: _answered(v, receiver_once(plan, folder, v, False, connections, delay))
             for v in references
@@ -207,7 +206,6 @@ def measure(plan: Plan, baseline: Path) -> Ratios:
     """Every figure for both trees, ``plan.runs`` rounds."""
     from benchmarks._upload_bench import make_jpeg_file
 
-    check_baseline(baseline)
     packages: dict[str, Path | None] = {"baseline": baseline, "this": None}
     ratios: Ratios = {}
     with workdir("bench-sidebyside-") as folder:

@@ -1,0 +1,131 @@
+"""One measured load against one server of the receiver section: the servers' names and peers,
+the section's loads, and :func:`receiver_once` (``benchmarks.sidebyside`` and
+``benchmarks.instructions`` run the same servers)."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any, Final
+
+from benchmarks import _plan as goals
+from benchmarks._env import POSTGRES_DSN, REDIS_URL
+from benchmarks._load import run_load
+from benchmarks._plan import Plan
+from benchmarks._procs import SERVER_CPU, Child
+from benchmarks._shared import drop_prefix, drop_schema, new_prefix, new_schema
+
+Load = tuple[str, int, int | None]
+"""A load: its label, its connections, and the pause of a paced one (ms; None: flat out)."""
+Place = tuple[str, str, Path]
+"""Where an inbox lives: its Redis prefix, its PostgreSQL schema, its SQLite folder."""
+NAMES: Final = {
+    "bare": "bare aiohttp handler",
+    "memory-peer": "hand-written handler + asyncio.Queue",
+    "sqlite-peer": "hand-written handler + SQLite",
+    "redis-peer": "hand-written handler + Redis",
+    "postgres-peer": "hand-written handler + PostgreSQL",
+    "memory": "receiver + MemoryInbox",
+    "sqlite": "receiver + SQLiteInbox",
+    "redis": "receiver + RedisInbox",
+    "postgres": "receiver + PostgresInbox",
+}
+PEER_OF: Final = {
+    "memory": "memory-peer",
+    "sqlite": "sqlite-peer",
+    "redis": "redis-peer",
+    "postgres": "postgres-peer",
+}
+"""The handler each receiver's CPU per request is held against: the same work by hand."""
+
+
+def paced_delay(plan: Plan) -> int:
+    """The pause (ms) of each connection of the paced load: about ``receiver_paced_rate`` req/s
+    from the top connection count."""
+    return round(max(plan.receiver_connections) * 1000 / plan.receiver_paced_rate)
+
+
+def receiver_loads(plan: Plan) -> list[Load]:
+    """Flat out at each connection count, then paced at the top one."""
+    top = max(plan.receiver_connections)
+    loads: list[Load] = [(f"{c} conns, flat out", c, None) for c in plan.receiver_connections]
+    paced = f"{top} conns, paced to ~{plan.receiver_paced_rate:,} req/s"
+    loads.append((paced, top, paced_delay(plan)))
+    return loads
+
+
+def backend(store: str) -> str:
+    """The server a variant needs: ``redis`` or ``postgres``, else ``""``."""
+    return "redis" if "redis" in store else "postgres" if "postgres" in store else ""
+
+
+def receiver_once(
+    plan: Plan,
+    folder: Path,
+    store: str,
+    slow: bool,
+    connections: int,
+    delay_ms: int | None,
+    place: Place | None = None,
+    observed: str = "",
+    packages: Path | None = None,
+) -> dict[str, Any]:
+    """One fresh server, a warm-up, one measured load; the load generator's figures plus the
+    server's CPU and counters over the measured part.  The inbox is a new one, dropped after,
+    unless ``place`` names an existing one (kept).  ``packages``: as for
+    :class:`~benchmarks._procs.Child`."""
+    run = uuid.uuid4().hex[:10]
+    if place is None:
+        prefix, schema, server_dir = new_prefix("inbox"), new_schema("inbox"), folder / run
+        server_dir.mkdir()
+    else:
+        prefix, schema, server_dir = place
+    child = Child(
+        "_receiver_bench:serve",
+        {
+            "store": store,
+            "slow_handler": slow,
+            "workdir": str(server_dir),
+            "redis_url": REDIS_URL,
+            "prefix": prefix,
+            "postgres_dsn": POSTGRES_DSN,
+            "schema": schema,
+            "observed": observed,
+        },
+        cpu=SERVER_CPU,
+        packages=packages,
+    )
+    try:
+        url = child.ready()["url"]
+        run_load(url, connections, plan.receiver_warmup_seconds, folder, "w" + run, delay_ms)
+        child.send("mark")
+        child.recv()
+        load, generator = run_load(url, connections, plan.receiver_seconds, folder, run, delay_ms)
+        child.send("stats")
+        load["server"] = child.recv()
+    finally:
+        child.stop()
+        if place is None:
+            drop_prefix(prefix)
+            if backend(store) == "postgres":
+                drop_schema(schema)
+    seconds = load["duration_us"] / 1e6
+    load["generator"] = generator
+    load["rps"] = load["requests"] / seconds
+    load["cpu_us"] = load["server"]["cpu_s"] / max(1, load["requests"]) * 1e6
+    load["waits"] = load["server"]["waits"] / max(1, load["requests"])
+    # Shares of one core over the measured load.  The generator was the limit, not the server,
+    # when it used (nearly) all of its core, or more CPU per request than the server: with a
+    # core each, the side that spends more per request runs out first, even when other work on
+    # the machine keeps both below 100 %.
+    load["generator_share"] = load["cpu_s"] / seconds
+    load["server_share"] = load["server"]["cpu_s"] / seconds
+    load["saturated"] = (
+        load["generator_share"] >= goals.GENERATOR_SATURATED
+        or load["cpu_s"] >= load["server"]["cpu_s"]
+    )
+    load["bad"] = load["non_2xx"] + load["errors"] + load["timeouts"]
+    server = load["server"]
+    # Of the events accepted since the server started, the share the workers finished (acked).
+    load["handled"] = server["processed"] / server["accepted"] if server.get("accepted") else None
+    return load
