@@ -315,12 +315,10 @@ class Client:
         The request is checked against the catalogue (unless ``validate=False``) before anything
         is uploaded, so a wrong tool, widget or item costs neither an upload nor a process.  Then
         the call waits for a place in the client's generation limit (concurrent calls queue, in
-        arrival order) and only then uploads.  ``timeout`` bounds the wait for the result (the
-        queue is not counted); with a ``registry`` the result is awaited as
-        ``client.processes.wait()`` does: the webhook first, polling after ``webhook_grace`` seconds
-        (default: half of ``timeout``).  A failed process is returned with status
-        ``failed``; it is not raised.  When one request creates several processes, the first is
-        the one waited for.
+        arrival order) and only then uploads.  ``timeout``, ``registry`` and ``webhook_grace``
+        are those of ``client.processes.wait()`` (the queue is not counted).  A failed process is
+        returned with status ``failed``; it is not raised.  When one request creates several
+        processes, the first is the one waited for.
         """
         with self._transport.telemetry.run(tool) as span:
             process = await self._flows.run(
