@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from json.encoder import encode_basestring
 from typing import Any, Final
 
 from asyncsdk import ProcessCompleted, structure
@@ -17,36 +18,43 @@ from webhooks._contract import InboxEntry
 
 __all__ = ["decode_event", "dedup_key_text", "encode_event", "entry_from_row"]
 
-_ENCODE: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-"""``json.dumps`` with the storage form's options, built once (``dumps`` builds one per call
-when given options: 2.2 against 0.9 us for a dedup key)."""
+# The storage form is written field by field into these templates, each string escaped by the
+# json module's own ``encode_basestring`` (what ``json.dumps(..., ensure_ascii=False)`` uses), so
+# the text is the one ``json.dumps`` with compact separators gives, character for character.
+# ``json.dumps`` itself sets up a new encoder on every call: 46,000 instructions for the event and
+# 16,000 for its dedup key, against 26,000 and 7,000 here, on every put of the durable inboxes
+# (benchmark line: receiver + SQLite / PostgreSQL, 128 conns, paced, server CPU per request
+# against the hand-written handler's; ``python -m benchmarks.instructions``).
+_EVENT_FORM: Final = (
+    '{{"event":{},"process_id":{},"order_id":{},"tool":{},"status":{},"final_assets":[{}]}}'
+)
+_ASSET_FORM: Final = '{{"asset_id":{},"src":{},"thumbnail_src":{},"asset_type":{},"asset_role":{}}}'
 
 
 def dedup_key_text(event: ProcessCompleted) -> str:
     """The dedup key as one unambiguous string (a JSON array), for use as a storage key."""
-    return _ENCODE(list(event.dedup_key))
+    return "[" + ",".join(map(encode_basestring, event.dedup_key)) + "]"
 
 
 def encode_event(event: ProcessCompleted) -> bytes:
     """The storage form of an event (compact JSON, the model's own field names)."""
-    return _ENCODE(
-        {
-            "event": event.event,
-            "process_id": event.process_id,
-            "order_id": event.order_id,
-            "tool": event.tool,
-            "status": event.status,
-            "final_assets": [
-                {
-                    "asset_id": asset.asset_id,
-                    "src": asset.src,
-                    "thumbnail_src": asset.thumbnail_src,
-                    "asset_type": asset.asset_type,
-                    "asset_role": asset.asset_role,
-                }
-                for asset in event.final_assets
-            ],
-        }
+    assets = ",".join(
+        _ASSET_FORM.format(
+            encode_basestring(asset.asset_id),
+            encode_basestring(asset.src),
+            encode_basestring(asset.thumbnail_src),
+            encode_basestring(asset.asset_type),
+            encode_basestring(asset.asset_role),
+        )
+        for asset in event.final_assets
+    )
+    return _EVENT_FORM.format(
+        encode_basestring(event.event),
+        encode_basestring(event.process_id),
+        encode_basestring(event.order_id),
+        encode_basestring(event.tool),
+        encode_basestring(event.status),
+        assets,
     ).encode()
 
 

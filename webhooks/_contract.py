@@ -358,10 +358,12 @@ class Verifier(Protocol):
     """Accept (``None``) or refuse (a :class:`Rejection`, normally 401) one delivery.
 
     ``path_tokens``: the tokens a delivery may carry as the last segment of its path (``()``
-    for a verifier that reads no token there); the receiver routes each one's exact URL.  When
-    it has path tokens and the request's path carries one, ``verify`` is first called with the
-    body unread (``body=b""``), so that a wrong token is refused before the body is read or
-    decompressed: its verdict on a token must not depend on the body.
+    for a verifier that reads no token there); the receiver routes each one's exact URL, where
+    ``verify`` is called once, with the body.  When it has path tokens and a request's path
+    carries another token (or the receiver is mounted without
+    :meth:`~webhooks.WebhookReceiver.setup`), ``verify`` is first called with the body unread
+    (``body=b""``), so that a wrong token is refused before the body is read or decompressed:
+    its verdict on a token must not depend on the body.
     """
 
     @property

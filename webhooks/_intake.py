@@ -24,7 +24,7 @@ from multidict import CIMultiDictProxy
 
 from asyncsdk import ProcessCompleted
 from webhooks._backpressure import SharedDepth
-from webhooks._contract import Delivery, Ignored, Parsed, Rejection, Verifier
+from webhooks._contract import Delivery, Ignored, Rejection, Verifier
 from webhooks._fetchback import unconfirmed
 from webhooks._metrics import Metrics
 from webhooks._observe import NO_RECEIVER_TELEMETRY, DeliverySpan, ReceiverTelemetry, log_fields
@@ -211,28 +211,38 @@ class Intake:
         return response
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        """The route handler: the token (if any) comes from the matched route."""
+        """The sub-application's route handler: the token (if any) comes from the matched route."""
         return await self.receive(request.match_info, request)
 
     async def receive(
-        self, path_params: Mapping[str, str], request: web.Request
+        self, path_params: Mapping[str, str], request: web.Request, *, token_routed: bool = False
     ) -> web.StreamResponse:
-        """One delivery, from the first byte to the answer (in a span when tracing is on)."""
+        """One delivery, from the first byte to the answer (in a span when tracing is on).
+
+        ``token_routed``: the request came by the exact route of one of the verifier's
+        :attr:`~webhooks.Verifier.path_tokens` (what :meth:`~webhooks.WebhookReceiver.setup`
+        adds), so its path token needs no check before the body is read.
+        """
         with self.telemetry.delivery() as span:
-            response = await self._receive(path_params, request, span)
+            response = await self._receive(path_params, request, span, token_routed)
             span.answered(response.status)
             return response
 
     async def _receive(
-        self, path_params: Mapping[str, str], request: web.Request, span: DeliverySpan
+        self,
+        path_params: Mapping[str, str],
+        request: web.Request,
+        span: DeliverySpan,
+        token_routed: bool,
     ) -> web.StreamResponse:
         started = time.perf_counter()
         self.metrics.received += 1
         if not self.is_running():
             return self._unavailable("stopping", "the receiver is not running; retry later")
-        if TOKEN_PARAM in path_params and self.verifier.path_tokens:
+        if not token_routed and TOKEN_PARAM in path_params and self.verifier.path_tokens:
             # The token first, with the body unread: a stranger's body is never read, inflated
-            # or decoded (the verifier checks the full delivery again below).
+            # or decoded (the verifier checks the full delivery again below).  A token routed
+            # exactly is one the verifier listed: a stranger cannot reach that route.
             rejection = self.verifier.verify(
                 Delivery(_LowerHeaders(request.headers), path_params, b"")
             )
@@ -261,14 +271,12 @@ class Intake:
         if rejection is not None:
             return self._refuse(rejection)
 
-        parsed = parse_body(body)
-        if isinstance(parsed, Rejection):
-            return self._refuse(parsed)
-        if isinstance(parsed, Ignored):
-            self.metrics.ignored[parsed.code] += 1
+        event = parse_body(body)
+        if isinstance(event, Rejection):
+            return self._refuse(event)
+        if isinstance(event, Ignored):
+            self.metrics.ignored[event.code] += 1
             return self._ok("ignored", started)
-        assert isinstance(parsed, Parsed)
-        event = parsed.event
         span.event(event)
 
         if self.process_filter is not None:
@@ -281,7 +289,7 @@ class Intake:
                 self.metrics.ignored["unknown_process"] += 1
                 return self._ok("ignored", started)
 
-        if await self.depth.over(self.queue_limit):
+        if not self.depth.under(self.queue_limit) and await self.depth.over(self.queue_limit):
             return self._unavailable("queue_full", "too many events waiting; retry later")
         return await self._store(event, body, started)
 

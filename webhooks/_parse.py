@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
 from typing import Any, Final
 
 import attrs
@@ -129,11 +128,13 @@ def parse_delivery(body: bytes, content_type: str | None) -> Parsed | Ignored | 
     rejected = check_content_type(content_type)
     if rejected is not None:
         return rejected
-    return parse_body(body)
+    verdict = parse_body(body)
+    return Parsed(verdict) if isinstance(verdict, ProcessCompleted) else verdict
 
 
-def parse_body(body: bytes) -> Parsed | Ignored | Rejection:
-    """Decode a body already known to be JSON by its content type."""
+def parse_body(body: bytes) -> ProcessCompleted | Ignored | Rejection:
+    """Decode a body already known to be JSON by its content type: the event itself, not
+    wrapped in a :class:`Parsed`, on the receiver's path."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -185,9 +186,9 @@ def _lone_surrogate(data: Any) -> bool:
     return False
 
 
-def parse_event(data: Any) -> Parsed | Ignored | Rejection:
-    """Check and decode an already-decoded JSON value."""
-    if not isinstance(data, Mapping):
+def parse_event(data: Any) -> ProcessCompleted | Ignored | Rejection:
+    """Check and decode an already-decoded JSON value (a JSON object decodes to a ``dict``)."""
+    if not isinstance(data, dict):
         return Rejection(400, "invalid", f"the body must be a JSON object, not {_json_type(data)}")
     event = data.get("event", _MISSING)
     if event is _MISSING:
@@ -227,7 +228,7 @@ def parse_event(data: Any) -> Parsed | Ignored | Rejection:
                 asset_role=asset.get("asset_role", _DEFAULT_ASSET_ROLE),
             )
         )
-    model = ProcessCompleted(
+    return ProcessCompleted(
         event=event,
         process_id=data["process_id"],
         order_id=data["order_id"],
@@ -235,18 +236,16 @@ def parse_event(data: Any) -> Parsed | Ignored | Rejection:
         status=data["status"],
         final_assets=tuple(results),
     )
-    return Parsed(model)
 
 
-def _missing_string(data: Mapping[str, Any]) -> Rejection | None:
+def _missing_string(data: dict[str, Any]) -> Rejection | None:
     """The rejection of the first required field that is not an id-like string, if any."""
     for name in _REQUIRED_STRINGS:
         value = data.get(name, _MISSING)
+        if isinstance(value, str) and _is_id(value):
+            continue
         if isinstance(value, str) and value:
-            fault = _id_fault(value)
-            if fault is None:
-                continue
-            return Rejection(400, "invalid", f"field {name!r} {fault}")
+            return Rejection(400, "invalid", f"field {name!r} {_id_fault(value)}")
         if value is _MISSING:
             return Rejection(400, "invalid", f"missing field {name!r} (a non-empty string)")
         shown = "an empty string" if value == "" else _json_type(value)
@@ -254,9 +253,15 @@ def _missing_string(data: Mapping[str, Any]) -> Rejection | None:
     return None
 
 
-def _id_fault(value: str) -> str | None:
-    """Why a non-empty string cannot be an id (too long, holding an unprintable character such as
-    a control character, or blank), or ``None``."""
+def _is_id(value: str) -> bool:
+    """Whether ``value`` can be an id: 1 to :data:`MAX_ID_LENGTH` printable characters, not
+    only spaces (:func:`_id_fault` says why not)."""
+    return 0 < len(value) <= MAX_ID_LENGTH and value.isprintable() and not value.isspace()
+
+
+def _id_fault(value: str) -> str:
+    """Why a non-empty string that is not :func:`_is_id` cannot be an id: too long, holding an
+    unprintable character such as a control character, or blank."""
     if len(value) > MAX_ID_LENGTH:
         return (
             f"is {len(value):,} characters long, over the {MAX_ID_LENGTH} an id may have; "
@@ -265,15 +270,13 @@ def _id_fault(value: str) -> str | None:
     if not value.isprintable():
         bad = next(char for char in value if not char.isprintable())
         return f"holds the unprintable character U+{ord(bad):04X}; send the id the service gave"
-    if value.isspace():
-        return "is only spaces; send the id the service gave"
-    return None
+    return "is only spaces; send the id the service gave"
 
 
 def _asset_fault(index: int, asset: Any) -> Rejection | None:
     """Why ``final_assets[index]`` is refused, or ``None``: an object whose ``asset_id`` is a
     non-empty string and whose other named fields are strings where present."""
-    if not isinstance(asset, Mapping):
+    if not isinstance(asset, dict):
         why = f"must be an object, not {_json_type(asset)}"
         return Rejection(400, "invalid", f"final_assets[{index}] {why}")
     asset_id = asset.get("asset_id")
@@ -281,9 +284,8 @@ def _asset_fault(index: int, asset: Any) -> Rejection | None:
         return Rejection(
             400, "invalid", f"final_assets[{index}].asset_id must be a non-empty string"
         )
-    fault = _id_fault(asset_id)
-    if fault is not None:
-        return Rejection(400, "invalid", f"final_assets[{index}].asset_id {fault}")
+    if not _is_id(asset_id):
+        return Rejection(400, "invalid", f"final_assets[{index}].asset_id {_id_fault(asset_id)}")
     for name in _ASSET_STRINGS:
         if name in asset and not isinstance(asset[name], str):
             why = f"must be a string, not {_json_type(asset[name])}"
@@ -302,6 +304,6 @@ def _json_type(value: Any) -> str:
         return "a string"
     if isinstance(value, list):
         return "an array"
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         return "an object"
     return type(value).__name__

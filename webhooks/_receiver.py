@@ -295,8 +295,10 @@ class WebhookReceiver(OneCallSetup):
 
         With a token in the path (:class:`~webhooks.TokenVerifier`), the exact URL of each token
         is also routed on ``app`` itself, which aiohttp resolves with one dictionary lookup
-        instead of going through the sub-application; every other path under ``prefix`` (an
-        unknown token, ``metrics``) goes to the sub-application as before.
+        instead of going through the sub-application, and a delivery on it is verified once,
+        with its body (the route itself shows the token is one the verifier lists); every other
+        path under ``prefix`` (an unknown token, ``metrics``) goes to the sub-application, where
+        a path token is checked before the body is read.
         """
         if not prefix.startswith("/"):
             raise ConfigurationError(f"prefix must start with '/', e.g. '/hooks/', not {prefix!r}")
@@ -310,7 +312,8 @@ class WebhookReceiver(OneCallSetup):
         for token in self.verifier.path_tokens:
             params = MappingProxyType({TOKEN_PARAM: token})
             app.router.add_post(
-                f"{prefix.rstrip('/')}/{token}", functools.partial(self._intake.receive, params)
+                f"{prefix.rstrip('/')}/{token}",
+                functools.partial(self._intake.receive, params, token_routed=True),
             )
         return mounted
 

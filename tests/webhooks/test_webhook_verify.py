@@ -13,6 +13,7 @@ from webhooks import (
     Delivery,
     MemoryInbox,
     RedactingAccessLogger,
+    Rejection,
     StandardWebhooksVerifier,
     TokenVerifier,
     WebhookReceiver,
@@ -153,3 +154,33 @@ async def test_the_redacting_access_logger_hides_the_path_token(
     assert any("POST /hooks/*** " in line for line in lines)
     assert any("GET / " in line for line in lines)
     assert not any(TOKEN in line for line in lines)
+
+
+class _Recording:
+    """A verifier of its own, as a user writes one: a token in the path, every call noted."""
+
+    def __init__(self) -> None:
+        self.bodies: list[bytes] = []
+
+    @property
+    def path_tokens(self) -> tuple[str, ...]:
+        return (TOKEN,)
+
+    def verify(self, delivery: Delivery) -> Rejection | None:
+        self.bodies.append(delivery.body)
+        if delivery.path_params.get("webhook_token") != TOKEN:
+            return Rejection(401, "token", "invalid webhook token")
+        return None
+
+
+async def test_a_listed_token_is_verified_once_with_the_body_an_unknown_one_before_it() -> None:
+    recording = _Recording()
+    receiver = WebhookReceiver(inbox=MemoryInbox(), verifier=recording)
+    async with serve(receiver) as client:
+        good = await client.post(HOOK, data=BODY, headers=JSON)
+        assert good.status == 200
+        assert recording.bodies == [BODY]
+        recording.bodies.clear()
+        wrong = await client.post("/hooks/" + OLD_TOKEN, data=BODY, headers=JSON)
+        assert wrong.status == 401
+        assert recording.bodies == [b""]  # refused with the body unread
