@@ -11,7 +11,14 @@ import pytest
 from aiohttp import web
 from whtools import encode, payload
 
-from webhooks import MemoryInbox, RedactingAccessLogger, TokenVerifier, WebhookReceiver
+from webhooks import (
+    Delivery,
+    MemoryInbox,
+    RedactingAccessLogger,
+    Rejection,
+    TokenVerifier,
+    WebhookReceiver,
+)
 
 TOKEN = "hook-" + secrets.token_urlsafe(32)
 OLD_TOKEN = "old-" + secrets.token_urlsafe(32)
@@ -165,3 +172,43 @@ async def test_lines_without_a_token_are_logged_as_they_came(
         assert response.status == 200
     (line,) = [r.getMessage() for r in caplog.records if r.name == "aiohttp.access"]
     assert '"GET /?page=2 HTTP/1.1" 200' in line
+
+
+class _SecretStoreVerifier:
+    """A verifier of a user's own whose tokens come from a secret store that can go down."""
+
+    def __init__(self) -> None:
+        self.store_down = False
+
+    @property
+    def path_tokens(self) -> tuple[str, ...]:
+        if self.store_down:
+            raise ConnectionError("the secret store is down")
+        return (TOKEN,)
+
+    def verify(self, delivery: Delivery) -> Rejection | None:
+        if delivery.path_params.get("webhook_token") != TOKEN:
+            return Rejection(401, "token", "invalid webhook token")
+        return None
+
+
+async def test_a_line_that_cannot_be_checked_for_a_token_is_withheld(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    verifier = _SecretStoreVerifier()
+    app = web.Application()
+    WebhookReceiver(inbox=MemoryInbox(), verifier=verifier).setup(app, prefix="/hooks/")
+    caplog.set_level(logging.INFO, logger="aiohttp.access")
+    async for url in served(app):
+        verifier.store_down = True  # the delivery is accepted; its log line cannot be checked
+        async with (
+            aiohttp.ClientSession() as http,
+            http.post(
+                f"{url}/hooks/{TOKEN}",
+                data=encode(payload()),
+                headers={"Content-Type": "application/json"},
+            ) as response,
+        ):
+            assert response.status == 200
+    lines = [r.getMessage() for r in caplog.records if r.name == "aiohttp.access"]
+    assert lines == ["request line withheld: it could not be checked for a token"]
