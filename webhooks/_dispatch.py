@@ -44,7 +44,15 @@ from webhooks._fetchback import (
 from webhooks._metrics import Metrics
 from webhooks._observe import NO_RECEIVER_TELEMETRY, ReceiverTelemetry, log_fields
 
-__all__ = ["AtomicHandler", "Dispatcher", "Handler", "HandlerSpec", "RetryPolicy", "names"]
+__all__ = [
+    "AtomicHandler",
+    "Dispatcher",
+    "Handler",
+    "HandlerSpec",
+    "RetryPolicy",
+    "names",
+    "stopped_from_outside",
+]
 
 logger = logging.getLogger("webhooks")
 
@@ -60,6 +68,19 @@ _UNKNOWN_TO_THE_API: Final = (NotFoundError, BadRequestError, UnprocessableEntit
 
 #: The handlers finished for an entry none has finished yet (never added to).
 _NONE_DONE: Final[frozenset[int]] = frozenset()
+
+_DONE_LIMIT: Final = 10_000
+"""Entries whose succeeded handlers are remembered at most.  An entry retried here is usually
+taken again here, but one may be finished by another process, or never come back: past this
+many, the oldest are forgotten, and their handlers may run again (delivery is at least once).
+Without a bound, the entries of such retries and of dead letters never replayed would pile up."""
+
+
+def stopped_from_outside() -> bool:
+    """True when the running task itself is being cancelled (the pool stopping its workers), not
+    when a handler raises ``CancelledError`` of its own (say, from a future someone cancelled)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 @attrs.frozen
@@ -147,7 +168,16 @@ class Dispatcher:
     fetch_timeout: float = 30.0
     telemetry: ReceiverTelemetry = NO_RECEIVER_TELEMETRY
     _done: dict[str, set[int]] = attrs.field(factory=dict, init=False)
-    """Handlers that succeeded, by entry, until the entry is acked."""
+    """Handlers that succeeded, by entry, until the entry is acked (a replayed dead letter skips
+    them too); at most ``_DONE_LIMIT`` entries, the oldest forgotten first."""
+
+    def _note_done(self, entry_id: str, index: int) -> None:
+        done = self._done.get(entry_id)
+        if done is None:
+            if len(self._done) >= _DONE_LIMIT:
+                del self._done[next(iter(self._done))]  # the oldest noted
+            done = self._done[entry_id] = set()
+        done.add(index)
 
     def forget(self, entry_ids: Iterable[str]) -> None:
         """The entries were acked: their handlers need not be remembered any more."""
@@ -196,6 +226,17 @@ class Dispatcher:
                         await spec.func(*args)
             except TimeoutError:
                 errors.append(f"{spec.name}: timed out after {self.handler_timeout} s")
+            except asyncio.CancelledError as exc:
+                if stopped_from_outside():
+                    raise  # the pool is stopping: it hands the entry back
+                # The handler's own failure: retried like any other, the worker carries on.
+                logger.exception(
+                    "webhook handler %s raised CancelledError for process %s",
+                    spec.name,
+                    event.process_id,
+                    extra=log_fields(event),
+                )
+                errors.append(f"{spec.name}: {exc!r}")
             except Exception as exc:
                 logger.exception(
                     "webhook handler %s failed for process %s",
@@ -208,7 +249,7 @@ class Dispatcher:
                 if spec.atomic:
                     writes.append(buffer)  # applied with the ack, so run again on a retry
                 else:
-                    self._done.setdefault(entry.id, set()).add(index)
+                    self._note_done(entry.id, index)
         if errors:
             await self._fail(entry, "; ".join(errors))
             return

@@ -33,7 +33,7 @@ from asyncsdk import ProcessCompleted
 from webhooks._acker import Acker
 from webhooks._claims import BURST, ClaimSize
 from webhooks._contract import ClaimingInbox, Inbox, InboxEntry, ProcessClient, ResultSink
-from webhooks._dispatch import Dispatcher, HandlerSpec, RetryPolicy
+from webhooks._dispatch import Dispatcher, HandlerSpec, RetryPolicy, stopped_from_outside
 from webhooks._errors import InboxUnavailableError
 from webhooks._metrics import Metrics
 from webhooks._observe import NO_RECEIVER_TELEMETRY, ReceiverTelemetry
@@ -372,13 +372,19 @@ class WorkerPool:
         try:
             await self._dispatcher.run(entry)
         except asyncio.CancelledError:
+            if not stopped_from_outside():
+                # Raised inside, not a stop (the dispatcher retries a handler's own): the worker
+                # carries on; the claim times out and the entry is handed out again.
+                logger.exception("webhook entry %s: CancelledError while finishing it", entry.id)
+                return
             # Shutdown past its deadline: hand the entry back at once rather than after the
             # claim times out.  The handler will run again (at-least-once).
             await self._hand_back(entry, "the receiver stopped before the handlers finished")
             raise
         except Exception:
-            # Only the inbox itself can land here (handler errors are caught below).  The claim
-            # times out and the entry is handed out again.
+            # The inbox, while the entry was settled (the dispatcher settles the errors of the
+            # handlers and the sink itself).  The claim times out and the entry is handed out
+            # again.
             logger.exception("webhook inbox failed while finishing entry %s", entry.id)
 
     def _acked(self, ids: Sequence[str]) -> None:

@@ -1,0 +1,45 @@
+"""A handler that fails in an unusual way: the workers carry on."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+
+from inbox_contract import event
+from whtools import wait_until
+
+from asyncsdk import ProcessCompleted
+from webhooks import MemoryInbox, NoVerification, WebhookReceiver
+
+
+def receiver_for(inbox: MemoryInbox, **options: object) -> WebhookReceiver:
+    return WebhookReceiver(inbox=inbox, verifier=NoVerification(), **options)  # type: ignore[arg-type]
+
+
+async def test_a_handler_raising_cancelled_error_is_retried_and_the_workers_carry_on() -> None:
+    # A library inside a handler may raise CancelledError of its own (a future someone else
+    # cancelled).  That is the handler failing, not the receiver stopping: before, it ended the
+    # worker for good, and the next entry handed back ended the next one, until none was left.
+    inbox = MemoryInbox()
+    for n in range(6):
+        assert await inbox.put(event(f"p-{n}"), b"{}")
+    calls: Counter[str] = Counter()
+    handled: list[str] = []
+
+    async def handler(received: ProcessCompleted) -> None:
+        calls[received.process_id] += 1
+        if calls[received.process_id] == 1:
+            raise asyncio.CancelledError  # the first attempt of each event
+        handled.append(received.process_id)
+
+    receiver = receiver_for(inbox, workers=2, retry_base=0.01, retry_cap=0.01, poll_interval=0.05)
+    receiver.add_handler(handler)
+    await receiver.start()
+    try:
+        await wait_until(lambda: receiver.metrics.processed == 6, "every event handled and acked")
+        assert receiver.metrics.retried == 6
+        assert await inbox.dead_letters() == []
+    finally:
+        await receiver.stop()
+    assert sorted(handled) == [f"p-{n}" for n in range(6)]
+    assert set(calls.values()) == {2}
