@@ -105,7 +105,8 @@ def check_result_url(url: str | URL, allowed_hosts: frozenset[str] | None = None
 
 def too_large(max_bytes: int, url: str) -> ResultTooLargeError:
     return ResultTooLargeError(
-        f"the result at {url} is larger than max_bytes ({max_bytes} bytes); nothing was kept. "
+        f"the result at {url} is larger than max_bytes ({max_bytes} bytes); the download "
+        "stopped (a path target was removed). "
         "Pass a larger max_bytes if the file is expected to be this big",
         max_bytes=max_bytes,
         method="GET",

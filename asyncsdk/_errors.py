@@ -292,7 +292,8 @@ class APIDecodeError(APIError):
 
 
 class ResultTooLargeError(APIError):
-    """A result host sent (or announced) more than the download's ``max_bytes``; nothing kept."""
+    """A result host sent (or announced) more than the download's ``max_bytes``: the download
+    stopped, and a path target was removed (a file object keeps what was written to it)."""
 
     def __init__(self, message: str, *, max_bytes: int, method: str = "", url: str = "") -> None:
         super().__init__(message, method=method, url=url)

@@ -111,12 +111,13 @@ class Flows:
             validate=validate,
         )
         reserved = await self.generations.reserve()
-        order = await self.orders.create(*uploads, project_id=project_id)
-        if len(order.assets) < len(uploads):
-            raise APIDecodeError(
-                f"order {order.order_id} lists {len(order.assets)} assets for "
-                f"{len(uploads)} uploaded images"
-            )
+        with self.generations.given_back_on_failure(reserved):
+            order = await self.orders.create(*uploads, project_id=project_id)
+            if len(order.assets) < len(uploads):
+                raise APIDecodeError(
+                    f"order {order.order_id} lists {len(order.assets)} assets for "
+                    f"{len(uploads)} uploaded images"
+                )
         ids = {str(index): order.assets[index].id for index in range(len(uploads))}
         ids.update((asset_id, asset_id) for asset_id in given_ids)
         return await self._create_and_wait(
@@ -186,13 +187,16 @@ class Flows:
         )
         group_id = await self._removal_group(after_auto_removal)
         reserved = await self.generations.reserve()
-        order = await self.orders.create(upload, project_id=project_id)
-        if not order.assets:
-            raise APIDecodeError(f"order {order.order_id} lists no asset for the uploaded photo")
-        appended = await self.orders.append_mask(
-            order.order_id, mask_upload, project_id=project_id, check=False
-        )
-        mask_id = await self._mask_id(order.order_id, order.assets[0].id, appended.assets)
+        with self.generations.given_back_on_failure(reserved):
+            order = await self.orders.create(upload, project_id=project_id)
+            if not order.assets:
+                raise APIDecodeError(
+                    f"order {order.order_id} lists no asset for the uploaded photo"
+                )
+            appended = await self.orders.append_mask(
+                order.order_id, mask_upload, project_id=project_id, check=False
+            )
+            mask_id = await self._mask_id(order.order_id, order.assets[0].id, appended.assets)
         return await self._create_and_wait(
             order.order_id,
             prepared.with_asset_ids({"0": order.assets[0].id, "1": mask_id}),
@@ -262,9 +266,14 @@ class Flows:
             raise APIDecodeError(
                 f"creating a {prepared.tool} process on order {order_id} returned no id"
             )
-        return await self.processes.wait(
+        process = await self.processes.wait(
             created.process_ids[0],
             timeout=timeout,
             registry=registry,
             webhook_grace=webhook_grace,
         )
+        if process.process_group_id is None and created.process_group_id:
+            # A result by webhook carries no group id; the creation's answer did (an automatic
+            # removal's, which run_mask_removal(after_auto_removal=...) takes).
+            process = attrs.evolve(process, process_group_id=created.process_group_id)
+        return process

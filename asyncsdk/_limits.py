@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 
 import attrs
 
@@ -28,7 +29,8 @@ class GenerationLimit:
     """At most ``max_calls`` process creations in any ``period`` seconds (a sliding window).
 
     ``Client`` creates one of its own (10 per 600 s) unless given another, or ``None`` to turn
-    pacing off.  :meth:`acquire` waits for a place; :meth:`wait_time` says how long that would be.
+    pacing off.  :meth:`acquire` waits for a place; :meth:`wait_time` says how long that would be;
+    :meth:`release` gives back the place of a call that was never sent.
     """
 
     max_calls: int = attrs.field(
@@ -44,6 +46,8 @@ class GenerationLimit:
         factory=collections.deque, init=False, repr=False
     )
     _lock: asyncio.Lock = attrs.field(factory=asyncio.Lock, init=False, repr=False)
+    _released: asyncio.Event = attrs.field(factory=asyncio.Event, init=False, repr=False)
+    """Set by :meth:`release`: the caller waiting for a place looks again at once."""
 
     @property
     def pace(self) -> float:
@@ -65,7 +69,17 @@ class GenerationLimit:
                     now = loop.time()
                     self._starts.append(now)
                     return now
-                await asyncio.sleep(wait)
+                self._released.clear()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(wait):
+                        await self._released.wait()
+
+    def release(self, counted: float) -> None:
+        """The call counted at ``counted`` was never sent (its uploads failed, say): give its
+        place back, to the caller waiting first if there is one."""
+        if counted in self._starts:
+            self._starts.remove(counted)
+            self._released.set()
 
     def settle(self, counted: float, now: float | None = None) -> None:
         """The call counted at ``counted`` reached the service only now: count it from now.

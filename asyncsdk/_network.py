@@ -26,7 +26,8 @@ def translate(
     """Our error for a network failure, and whether trying again could help.
 
     ``request_sent`` on the error is false only where the request surely never reached the server:
-    the connection was refused, the name did not resolve, or connecting timed out.
+    the connection was refused, the name did not resolve, connecting timed out, or the TLS
+    handshake failed (the one of these that another try would not help).
     """
     where = f"{method} {url}"
 

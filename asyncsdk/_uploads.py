@@ -185,10 +185,13 @@ def check_roles(uploads: Sequence[Upload]) -> None:
     for role in (AssetRole.PRIMARY_ANGLE, AssetRole.SECONDARY_ANGLE):
         count = sum(1 for upload in uploads if upload.role == role)
         if count > 1:
-            raise ValidationError(
-                f"an order takes at most one {role} image, got {count}; a bare source counts as "
-                "primary_angle, so give the other angle as Upload(source, role='secondary_angle')"
+            advice = (
+                "a bare source counts as primary_angle, so give the other angle as "
+                "Upload(source, role='secondary_angle')"
+                if role == AssetRole.PRIMARY_ANGLE
+                else "put each further angle in an order of its own"
             )
+            raise ValidationError(f"an order takes at most one {role} image, got {count}; {advice}")
     if not any(upload.role == AssetRole.PRIMARY_ANGLE for upload in uploads):
         raise ValidationError(
             "an order needs exactly one primary_angle image (the main photo), got none: give "

@@ -43,8 +43,9 @@ class RetryPolicy:
     * 429 is retried for every method: the service refused without doing anything.
     * 502, 503 and 504 are retried for GET only.  A POST that drew one of them did reach a proxy
       that may have passed it on, and a repeated POST can create a second, paid-for process.
-    * Network failures are retried for GET always, and for POST only when the request surely
-      never reached the server (refused connection, DNS failure, connect timeout).
+    * Network failures are retried for GET, and for POST only when the request surely never
+      reached the server (refused connection, DNS failure, connect timeout); never a failed TLS
+      handshake (another try would fail alike) nor a streamed body that cannot be sent again.
     * The wait is ``Retry-After`` when the answer carries one (seconds or an HTTP date), else
       exponential backoff with full jitter:
       ``uniform(0, min(backoff_max, backoff_initial * 2**n))``.

@@ -11,8 +11,9 @@ raised as it is.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Final, TypeVar
 
 import attrs
@@ -48,6 +49,17 @@ class Generations:
             return None
         with self.telemetry.generation_slot():
             return await self.limit.acquire()
+
+    @contextlib.contextmanager
+    def given_back_on_failure(self, reserved: float | None) -> Iterator[None]:
+        """The steps between taking a place (:meth:`reserve`) and sending the creation: if they
+        fail, the creation is never sent, and its place goes back to the limit."""
+        try:
+            yield
+        except BaseException:
+            if self.limit is not None and reserved is not None:
+                self.limit.release(reserved)
+            raise
 
     async def create(self, send: Callable[[], Awaitable[T]], reserved: float | None) -> T:
         """``send()`` the creation, whose place was counted at ``reserved``; wait out the limit's

@@ -192,7 +192,8 @@ class Processes:
 
         The service allows one GET of a process per 5 seconds: GETs of one process id are sent
         at least the client's ``min_poll_interval`` apart, whichever call sends them, retries
-        included (a retry waits the larger of ``Retry-After``, its backoff and the time left).
+        included (a retry waits its ``Retry-After``, or its backoff without one, and no less than
+        the floor's time left).
         """
         require_text(process_id, "process_id")
         return await self._core.get_one(

@@ -15,6 +15,7 @@ from aiohttp import web
 from PIL import Image
 
 from asyncsdk import (
+    BadRequestError,
     Client,
     GenerationLimit,
     RateLimitError,
@@ -234,9 +235,13 @@ async def test_every_code_path_shares_the_floor_of_a_process(
     [
         ((Upload(JPEG, role="secondary_angle"),), r"exactly one primary_angle.*got none"),
         ((JPEG, Upload(JPEG, role="front_angle")), r"unknown asset role 'front_angle'.*secondary"),
-        ((JPEG, JPEG), r"at most one primary_angle"),
+        ((JPEG, JPEG), r"at most one primary_angle.*role='secondary_angle'"),
+        (
+            (JPEG, Upload(JPEG, role="secondary_angle"), Upload(JPEG, role="secondary_angle")),
+            r"at most one secondary_angle image, got 2; put each further angle in an order of",
+        ),
     ],
-    ids=["no-primary", "unknown-role", "two-primaries"],
+    ids=["no-primary", "unknown-role", "two-primaries", "two-secondaries"],
 )
 async def test_order_roles_are_checked_before_uploading(
     fake: FakeService, client: Client, images: tuple[Upload | bytes, ...], fix: str
@@ -289,3 +294,40 @@ async def test_order_roles_are_checked_before_uploading_to_the_sandbox(sandbox: 
 
     assert sandbox.stats.orders_created == 0
     assert sandbox.stats.requests["POST /v3/order"] == 0
+
+
+async def test_a_run_whose_upload_fails_gives_its_place_back(
+    fake: FakeService, make_client: MakeClient
+) -> None:
+    """The place was taken for a creation that was never sent: neither the next run nor one
+    already waiting waits for it (before, it stayed counted for the whole window)."""
+    upload_failing = asyncio.Event()
+    uploads = itertools.count()
+
+    async def order(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        fake.record(request)
+        if next(uploads) == 0:
+            await upload_failing.wait()
+            return web.json_response({"error": "the image could not be decoded"}, status=400)
+        return web.json_response(created_order_json(), status=201)
+
+    fake.script("POST", "/v3/order", order, order, order)
+    fake.script(*CREATE, Reply(status=201, json={"process_ids": ["pr1"]}))
+    fake.script("GET", "/v3/process/pr1", Reply(json=process_json("pr1", "done")))
+    limit = GenerationLimit(max_calls=1, period=600.0)
+    client = make_client(generation_limit=limit)
+
+    failing = asyncio.create_task(client.run("tool-x", JPEG, timeout=10))
+    await asyncio.sleep(0.2)  # the first run holds the only place, uploading
+    waiting = asyncio.create_task(client.run("tool-x", JPEG, timeout=10))
+    await asyncio.sleep(0.2)
+    assert len(fake.requests("POST", "/v3/order")) == 1  # the second waits for a place
+    upload_failing.set()
+
+    with pytest.raises(BadRequestError):
+        await failing
+    done = await asyncio.wait_for(waiting, 10)  # not after the 600 s window
+    assert done.status == "done"
+    assert len(fake.requests(*CREATE)) == 1
+    assert limit.wait_time() > 500  # the place of the one process created stays counted

@@ -12,7 +12,7 @@ from whtools import HOOK, TOKEN, Recorder, idle, serve
 
 import asyncsdk
 from asyncsdk.sandbox import Sandbox, SandboxConfig
-from webhooks import SQLiteInbox, TokenVerifier, WebhookReceiver
+from webhooks import MemoryInbox, Registry, SQLiteInbox, TokenVerifier, WebhookReceiver
 
 
 def jpeg() -> bytes:
@@ -77,3 +77,38 @@ async def test_duplicated_reordered_deliveries_reach_handlers_once(tmp_path: Pat
             assert receiver.metrics.accepted == len(ids)
             assert receiver.metrics.duplicate == 2 * len(ids)
             assert all(d.delivered for d in sb.stats.deliveries)
+
+
+async def test_a_removal_answered_by_webhook_keeps_its_group_id_for_the_mask_removal() -> None:
+    # The event of process.completed carries no process_group_id; run() returned it only when it
+    # polled, so a result by webhook could not be handed to after_auto_removal=.
+    config = SandboxConfig(pending_delay=0.0, processing_delay=0.05)
+    async with (
+        Sandbox(config) as sb,
+        asyncsdk.Client(api_key=sb.api_key, base_url=sb.base_url) as api,
+    ):
+        registry = Registry()
+        receiver = WebhookReceiver(
+            inbox=MemoryInbox(), verifier=TokenVerifier(TOKEN), registry=registry
+        )
+        async with serve(receiver) as http:
+            sb.register_webhook(str(http.make_url(HOOK)))
+            auto = await api.run(
+                asyncsdk.ToolSlug.ITEM_REMOVAL,
+                jpeg(),
+                registry=registry,
+                timeout=30,
+                webhook_grace=30,  # no polling: the result comes by webhook or not at all
+            )
+            assert auto.process_group_id
+            removal = await api.run_mask_removal(
+                jpeg(),
+                rectangles=[(4, 4, 20, 20)],
+                after_auto_removal=auto,
+                registry=registry,
+                timeout=30,
+                webhook_grace=30,
+            )
+            assert sb.stats.processes_created == 2
+        assert removal.process_group_id == auto.process_group_id
+        assert (await api.processes.get(removal.id)).process_group_id == auto.process_group_id
