@@ -3,8 +3,8 @@
 The inbox, the result sink and the fetch-back client are protocols; a verifier's input and the
 parser's verdicts are plain values.  Nothing here does I/O.
 
-Inbox contract (every backend: :class:`MemoryInbox`, :class:`SQLiteInbox`, the Redis Streams one)
-====================================================================================================
+Inbox contract (every backend: Memory, SQLite, Redis Streams, PostgreSQL)
+==========================================================================
 
 An inbox holds accepted ``process.completed`` events until a worker has finished with them.
 
@@ -91,8 +91,8 @@ Put and claim in one step (optional: :class:`ClaimingInbox`, kept by every inbox
     the event reaches the worker without a claim round trip.  The entry is held from the write
     on: a caller that drops the future leaves it claimed until ``claim_timeout``.
 
-Atomic handler writes (optional: :class:`AtomicInbox`, kept by :class:`RedisInbox`)
-----------------------------------------------------------------------------------
+Atomic handler writes (optional: :class:`AtomicInbox`, kept by Redis and PostgreSQL)
+------------------------------------------------------------------------------------
 
 ``new_writes()``
     An empty, backend-specific buffer of writes (for Redis: :class:`~webhooks.RedisWrites`) that
@@ -168,7 +168,9 @@ class InboxEntry:
     id: str
     """Opaque, backend-chosen id; pass it to ``ack``/``retry_later``/``dead_letter``/``replay``."""
     event: ProcessCompleted
-    """The event as parsed from the delivery (before any fetch-back)."""
+    """The event as parsed from the delivery.  With fetch-back, the receiver stores it first in
+    its unconfirmed form (its ``event`` is ``'["unconfirmed", event, order_id]'``), and a worker
+    then stores the event the API confirms, as a new entry."""
     raw: bytes
     """The request body exactly as received."""
     attempts: int = 0

@@ -162,6 +162,9 @@ class Intake:
         self.metrics.ack_latency.observe(time.perf_counter() - started)
         return web.Response(body=_OK_BODIES[status], headers=_JSON_HEADERS)
 
+    def _too_large(self) -> Rejection:
+        return Rejection(413, "too_large", f"body exceeds {self.max_body} bytes; send one event")
+
     async def _read_body(self, request: web.Request) -> bytes | Rejection:
         content = request.content
         if content.is_eof():
@@ -171,9 +174,7 @@ class Intake:
             except (OSError, ValueError, web.HTTPException, web.RequestPayloadError) as exc:
                 return Rejection(400, "bad_body", f"could not read the body: {type(exc).__name__}")
             if len(body) > self.max_body:
-                return Rejection(
-                    413, "too_large", f"body exceeds {self.max_body} bytes; send one event"
-                )
+                return self._too_large()
             return body
         chunks: list[bytes] = []
         size = 0
@@ -185,9 +186,7 @@ class Intake:
                         break
                     size += len(chunk)
                     if size > self.max_body:
-                        return Rejection(
-                            413, "too_large", f"body exceeds {self.max_body} bytes; send one event"
-                        )
+                        return self._too_large()
                     chunks.append(chunk)
         except TimeoutError:
             return Rejection(408, "read_timeout", "the body took too long to arrive")
@@ -251,9 +250,7 @@ class Intake:
 
         length = request.content_length
         if length is not None and length > self.max_body:
-            return self._refuse(
-                Rejection(413, "too_large", f"body exceeds {self.max_body} bytes; send one event")
-            )
+            return self._refuse(self._too_large())
         content_type = request.headers.get(hdrs.CONTENT_TYPE)
         rejection = check_content_type(content_type)
         if rejection is not None:
@@ -314,9 +311,9 @@ class Intake:
         except Exception as exc:
             logger.warning("the webhook inbox failed to store an event: %s", exc)
             return self._unavailable("store_unavailable", "the event store is unavailable")
-        return self._stored(event, stored, started)
+        return self._answer_stored(event, stored, started)
 
-    def _stored(self, event: ProcessCompleted, stored: bool, started: float) -> web.Response:
+    def _answer_stored(self, event: ProcessCompleted, stored: bool, started: float) -> web.Response:
         if logger.isEnabledFor(logging.DEBUG):
             outcome = "stored" if stored else "a duplicate"
             logger.debug(

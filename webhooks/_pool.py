@@ -273,8 +273,8 @@ class WorkerPool:
             # A worker that runs out asks for more, but a claim is sent only when an entry is
             # known to wait (stored here, or counted by the inbox) or at a tick: an idle worker
             # alone would claim nothing, one round trip per event at a steady pace.
-            low = len(self._ready) >= self._size.low_water
-            if limit <= 0 or low or not (unseen or self._poll):
+            enough_queued = len(self._ready) >= self._size.low_water
+            if limit <= 0 or enough_queued or not (unseen or self._poll):
                 self._wake.clear()
                 await self._wake.wait()
                 continue

@@ -63,7 +63,8 @@ class WebhookReceiver(OneCallSetup):
     """Receives ``process.completed`` deliveries, stores them, and runs handlers from the store.
 
     Required: ``inbox`` (where accepted events live until handled: :class:`~webhooks.SQLiteInbox`,
-    :class:`~webhooks.MemoryInbox`, the Redis one) and ``verifier`` (who may deliver:
+    :class:`~webhooks.MemoryInbox`, :class:`~webhooks.RedisInbox`,
+    :class:`~webhooks.PostgresInbox`) and ``verifier`` (who may deliver:
     :class:`~webhooks.TokenVerifier`, :class:`~webhooks.StandardWebhooksVerifier`, or
     :class:`~webhooks.NoVerification` together with fetch-back).
 
