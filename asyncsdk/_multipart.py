@@ -355,6 +355,13 @@ class MultipartForm:
         """The rule a file broke while streaming (too large, shrank), if any."""
         return next((file.failure for _, file in self.files if file.failure), None)
 
+    async def close_unsent(self) -> None:
+        """Close the callers' async iterators that no attempt streamed (one that did was closed
+        when its attempt ended)."""
+        for _, file in self.files:
+            if not file.streamed:
+                await file.discard()
+
     @contextlib.asynccontextmanager
     async def open(self) -> AsyncIterator[aiohttp.MultipartWriter]:
         """A fresh multipart writer for one attempt; files it opened are closed on exit."""

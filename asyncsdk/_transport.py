@@ -146,8 +146,24 @@ class Transport:
     ) -> T:
         """Send ``request`` (retrying where safe) and decode the answer with ``decode``.
 
-        ``timeout`` and ``retry`` replace the transport's own for this request.
+        ``timeout`` and ``retry`` replace the transport's own for this request.  A caller's async
+        iterator in its form that no attempt streamed (the client was closed, or the call
+        cancelled or failed first) is closed before this returns or raises.
         """
+        try:
+            return await self._send(request, decode, timeout=timeout, retry=retry)
+        finally:
+            if request.form is not None:
+                await request.form.close_unsent()
+
+    async def _send(
+        self,
+        request: Request,
+        decode: Callable[[Any], T],
+        *,
+        timeout: Timeout | float | None,
+        retry: RetryPolicy | None,
+    ) -> T:
         self._session_in_use()
         limits = self._timeout.with_total(timeout)
         policy = self._retry if retry is None else retry

@@ -32,6 +32,9 @@ class FormBody(Protocol):
     def open(self) -> AbstractAsyncContextManager[Any]:
         """The body of one attempt (what aiohttp takes as ``data=``), closed on exit."""
 
+    async def close_unsent(self) -> None:
+        """Close what the caller gave that no attempt sent (their async iterators)."""
+
 
 @attrs.frozen(kw_only=True)
 class Request:

@@ -302,6 +302,22 @@ async def test_async_generator_is_closed_when_its_upload_is_refused(client: Clie
     assert closed == [True]  # its finally ran: nothing of the caller's is left open
 
 
+async def test_async_generator_is_closed_when_no_attempt_sends_it(client: Client) -> None:
+    closed: list[bool] = []
+
+    async def chunks() -> AsyncIterator[bytes]:
+        try:
+            yield JPEG
+        finally:
+            closed.append(True)
+
+    await client.close()
+    with pytest.raises(ConfigurationError, match="client is closed"):
+        await client.orders.create(chunks())
+
+    assert closed == [True]  # checked, never sent, and closed all the same
+
+
 class NamedFile(io.BytesIO):
     """A file object with a path-like ``name``, as ``open()`` gives."""
 
