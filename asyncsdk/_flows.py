@@ -259,8 +259,8 @@ class Flows:
         webhook_grace: float | None,
     ) -> Process:
         # The place in the generation window was taken before the uploads.
-        created = await self.processes._create(
-            order_id, prepared, process_group_id, None, reserve=False, reserved=reserved
+        created = await self.processes.create_prepared(
+            order_id, prepared, process_group_id=process_group_id, reserved=reserved
         )
         if not created.process_ids:
             raise APIDecodeError(

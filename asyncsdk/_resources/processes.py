@@ -131,7 +131,7 @@ class Processes:
             order_assets=order_assets,
             validate=validate,
         )
-        return await self._create(order_id, prepared, process_group_id, timeout, reserve=True)
+        return await self._create(order_id, prepared, process_group_id, timeout, None)
 
     async def create_prepared(
         self,
@@ -140,11 +140,17 @@ class Processes:
         *,
         process_group_id: str | None = None,
         timeout: TimeoutArg = None,
+        reserved: float | None = None,
     ) -> CreatedProcesses:
-        """Create the process a :meth:`prepare` call planned (waits first for a place in the
-        client's generation limit).  A 429 is handled as :meth:`create` says.
+        """Create the process a :meth:`prepare` call planned.  A 429 is handled as :meth:`create`
+        says.
+
+        It waits first for a place in the client's generation limit, unless the caller took one
+        already: ``reserved``, what :meth:`GenerationLimit.acquire` returned (``Client.run``
+        takes its place before the uploads, so that no upload is paid for a process that cannot
+        be created yet).
         """
-        return await self._create(order_id, prepared, process_group_id, timeout, reserve=True)
+        return await self._create(order_id, prepared, process_group_id, timeout, reserved)
 
     async def _create(
         self,
@@ -152,13 +158,10 @@ class Processes:
         prepared: PreparedProcess,
         process_group_id: str | None,
         timeout: TimeoutArg,
-        *,
-        reserve: bool,
-        reserved: float | None = None,
+        reserved: float | None,
     ) -> CreatedProcesses:
-        """:meth:`create_prepared`; ``reserve=False`` when the caller holds a place in the
-        generation window already, counted at ``reserved`` (``Client.run`` takes it before its
-        uploads)."""
+        """:meth:`create_prepared`: a place in the generation window is taken first unless one
+        was (``reserved``)."""
         require_text(order_id, "order_id")
         if process_group_id is not None:
             require_text(process_group_id, "process_group_id")
@@ -175,7 +178,7 @@ class Processes:
             method="POST", url=self._core.fixed_url("v3", "process"), json=body, generation=True
         )
         generations = self._core.generations
-        if reserve:
+        if reserved is None:
             reserved = await generations.reserve()
         decode = self._core.decoder(CreatedProcesses)
         return await generations.create(lambda: self._core.send(request, decode, timeout), reserved)

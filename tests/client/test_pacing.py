@@ -331,3 +331,20 @@ async def test_a_run_whose_upload_fails_gives_its_place_back(
     assert done.status == "done"
     assert len(fake.requests(*CREATE)) == 1
     assert limit.wait_time() > 500  # the place of the one process created stays counted
+
+
+async def test_a_creation_given_the_place_its_caller_took_does_not_wait_for_another(
+    fake: FakeService, make_client: MakeClient
+) -> None:
+    fake.script(*CREATE, Reply(status=201, json={"process_ids": ["pr1"]}))
+    limit = GenerationLimit(max_calls=1, period=600.0)
+    client = make_client(generation_limit=limit)
+    prepared = await client.processes.prepare("tool-x", inputs={SLOT: "a1"})
+
+    counted = await limit.acquire()  # the only place: taken before, as run() does for its uploads
+    created = await asyncio.wait_for(
+        client.processes.create_prepared("o1", prepared, reserved=counted), 10
+    )
+
+    assert created.process_ids == ("pr1",)
+    assert 500 < limit.wait_time() <= 600  # one place counted, from the creation's answer
