@@ -186,7 +186,9 @@ class Client:
                 self.tools.list, self.tools.widgets, ttl=settings.catalogue_ttl
             )
         self.catalogue = catalogue
-        self.processes = Processes(core, catalogue=catalogue, validate=settings.validate)
+        self.processes = Processes(
+            core, orders=self.orders, catalogue=catalogue, validate=settings.validate
+        )
         self.v1 = V1(core)
         self._flows = Flows(self.processes, self.orders, core.generations)
 

@@ -28,8 +28,8 @@ __all__ = [
     "check_allowed_hosts",
     "check_max_bytes",
     "check_result_url",
+    "result_too_large",
     "result_url",
-    "too_large",
     "write_chunks",
 ]
 
@@ -103,7 +103,7 @@ def check_result_url(url: str | URL, allowed_hosts: frozenset[str] | None = None
     return parsed
 
 
-def too_large(max_bytes: int, url: str) -> ResultTooLargeError:
+def result_too_large(max_bytes: int, url: str) -> ResultTooLargeError:
     return ResultTooLargeError(
         f"the result at {url} is larger than max_bytes ({max_bytes} bytes); the download "
         "stopped (a path target was removed). "
@@ -120,7 +120,7 @@ async def capped(chunks: AsyncIterable[bytes], max_bytes: int, url: str) -> Asyn
     async for chunk in chunks:
         size += len(chunk)
         if size > max_bytes:
-            raise too_large(max_bytes, url)
+            raise result_too_large(max_bytes, url)
         yield chunk
 
 

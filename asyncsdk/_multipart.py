@@ -36,7 +36,7 @@ from asyncsdk._uploads import (
     read_chunk,
     read_head,
     source_kind,
-    too_large,
+    upload_too_large,
 )
 
 __all__ = ["MultipartForm", "PreparedFile", "build_form", "prepare_file"]
@@ -168,7 +168,7 @@ class PreparedFile:
             file, size = await asyncio.to_thread(open_path, self.source, self.display)
             stack.callback(file.close)
             if size > self.max_bytes:
-                raise too_large(self.display, self.max_bytes)
+                raise upload_too_large(self.display, self.max_bytes)
             return _FilePayload(file, start=0, size=size, owner=self)
         if self.kind == "file":
             return _FilePayload(self.source, start=self.start, size=self.size or 0, owner=self)
@@ -204,7 +204,7 @@ class PreparedFile:
             async for chunk in chunks:
                 sent += len(chunk)
                 if sent > self.max_bytes:
-                    raise too_large(self.display, self.max_bytes)
+                    raise upload_too_large(self.display, self.max_bytes)
                 yield chunk
         except UploadError as exc:
             self.failure = exc
@@ -318,7 +318,7 @@ async def prepare_file(
         size = None
         head = await _prime(source, display)
         if len(head) > max_bytes:
-            raise too_large(display, max_bytes)
+            raise upload_too_large(display, max_bytes)
     content_type = check_image(
         display=display, filename=name, head=head, size=size, max_bytes=max_bytes
     )

@@ -26,7 +26,7 @@ import aiohttp
 from aiohttp import hdrs
 from yarl import URL
 
-from asyncsdk._downloads import DOWNLOAD_CHUNK, capped, too_large
+from asyncsdk._downloads import DOWNLOAD_CHUNK, capped, result_too_large
 from asyncsdk._errors import APIConnectionError, ConfigurationError
 from asyncsdk._network import NETWORK_ERRORS, drop_tracebacks, translate
 from asyncsdk._protocol.floor import PollFloor
@@ -303,7 +303,7 @@ class Transport:
                                 )
                             length = response.content_length
                             if length is not None and length > max_bytes:
-                                raise too_large(max_bytes, shown)
+                                raise result_too_large(max_bytes, shown)
                             chunks = response.content.iter_chunked(DOWNLOAD_CHUNK)
                             return await write(capped(chunks, max_bytes, shown))
                     raise APIConnectionError(

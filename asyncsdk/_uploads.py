@@ -47,7 +47,7 @@ __all__ = [
     "sniff_image_type",
     "source_kind",
     "to_upload",
-    "too_large",
+    "upload_too_large",
 ]
 
 #: Bytes read from a file in one trip to a worker thread, and sent in one write.  The thread
@@ -228,7 +228,7 @@ def check_image(
     return sniffed
 
 
-def too_large(display: str, max_bytes: int) -> UploadError:
+def upload_too_large(display: str, max_bytes: int) -> UploadError:
     return UploadError(
         f"{display} is larger than {max_bytes / _MB:g} MB ({max_bytes} bytes), the service's "
         "limit per file; the upload was aborted: downscale or recompress it",

@@ -21,7 +21,7 @@ from asyncsdk._uploads import (
     check_roles,
     source_kind,
     to_upload,
-    too_large,
+    upload_too_large,
 )
 
 __all__ = ["Orders"]
@@ -152,5 +152,5 @@ async def _read_mask(source: UploadSource, max_bytes: int) -> ImageSource:
             f"{type(source).__name__}"
         )
     if not isinstance(data, bytes) or len(data) > max_bytes:
-        raise too_large("the mask", max_bytes)
+        raise upload_too_large("the mask", max_bytes)
     return data

@@ -24,7 +24,6 @@ from asyncsdk._models import Asset, CreatedProcesses, Process
 from asyncsdk._protocol.requests import Request
 from asyncsdk._resources.core import Core, TimeoutArg
 from asyncsdk._resources.orders import Orders
-from asyncsdk._resources.tools import Tools
 from asyncsdk._resources.waiting import ResultWaiter, Waiting
 
 __all__ = ["Processes"]
@@ -33,18 +32,16 @@ __all__ = ["Processes"]
 class Processes:
     """Processes: one AI job each (spec 4.8, 4.9), and waiting for their results.
 
-    ``catalogue`` is the client's :class:`~asyncsdk.CatalogueCache`; ``validate`` the client-wide
-    default of checking process requests against it (each call may override it).
+    ``orders`` and ``catalogue`` are the client's (``create`` reads an order's assets; the
+    :class:`~asyncsdk.CatalogueCache` checks requests); ``validate`` the client-wide default of
+    checking process requests against it (each call may override it).
     """
 
     def __init__(
-        self, core: Core, *, catalogue: CatalogueCache | None = None, validate: bool = True
+        self, core: Core, *, orders: Orders, catalogue: CatalogueCache, validate: bool = True
     ) -> None:
         self._core = core
-        self._orders = Orders(core)
-        if catalogue is None:
-            tools = Tools(core)
-            catalogue = CatalogueCache(tools.list, tools.widgets)
+        self._orders = orders
         self._catalogue = catalogue
         self._validate = validate
         self._plans: PlanMemo[PreparedProcess] = PlanMemo()
