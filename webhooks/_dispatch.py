@@ -299,24 +299,40 @@ class Dispatcher:
         else:
             verdict = confirm_in_order(delivered, order)
         if isinstance(verdict, Forged):
-            logger.warning(
-                "webhook for process %r dropped as forged: %s", delivered.process_id, verdict.reason
-            )
-            self.metrics.forged += 1
+            await self._drop_forged(entry, delivered, verdict.reason)
         elif isinstance(verdict, NotFinished):
             await self._not_finished(entry, delivered, verdict)
-            return
         else:
-            if verdict.changed:
-                logger.warning(
-                    "webhook for process %r said %r, the API says %r; using the API's answer",
-                    delivered.process_id,
-                    delivered.status,
-                    verdict.event.status,
-                )
-                self.metrics.rewritten += 1
-            if await self.inbox.put(verdict.event, entry.raw):
-                self.stored()
+            await self._store_confirmed(entry, delivered, verdict)
+
+    async def _drop_forged(self, entry: InboxEntry, delivered: ProcessCompleted, why: str) -> None:
+        """Settle a delivery the API does not confirm: no handler sees it."""
+        logger.warning(
+            "webhook for process %r dropped as forged: %s",
+            delivered.process_id,
+            why,
+            extra=log_fields(delivered),
+        )
+        self.metrics.forged += 1
+        await self.inbox.ack(entry.id)
+        self.settled()
+
+    async def _store_confirmed(
+        self, entry: InboxEntry, delivered: ProcessCompleted, verdict: Confirmed
+    ) -> None:
+        """Store the event the API confirms under its own dedup key (a no-op if it is held
+        already; a worker then handles it), and settle the delivery."""
+        if verdict.changed:
+            logger.warning(
+                "webhook for process %r said %r, the API says %r; using the API's answer",
+                delivered.process_id,
+                delivered.status,
+                verdict.event.status,
+                extra=log_fields(delivered),
+            )
+            self.metrics.rewritten += 1
+        if await self.inbox.put(verdict.event, entry.raw):
+            self.stored()
         await self.inbox.ack(entry.id)
         self.settled()
 
@@ -338,15 +354,9 @@ class Dispatcher:
         try:
             async with asyncio.timeout(self.fetch_timeout):
                 process = await self.client.processes.get(delivered.process_id)
-        except _UNKNOWN_TO_THE_API:
-            logger.warning(
-                "webhook for unknown process %r dropped as forged",
-                delivered.process_id,
-                extra=log_fields(delivered),
-            )
-            self.metrics.forged += 1
-            await self.inbox.ack(entry.id)
-            self.settled()
+        except _UNKNOWN_TO_THE_API as exc:
+            why = f"no process {delivered.process_id!r} (the API answered {exc.status})"
+            await self._drop_forged(entry, delivered, why)
             return None
         except Exception as exc:
             await self._fail(entry, f"fetch-back failed: {exc!r}")
@@ -356,20 +366,9 @@ class Dispatcher:
             await self._not_finished(entry, delivered, verdict)
             return None
         if verdict.changed:
-            # The delivery claimed another status than the API's: store the API's event under its
-            # own dedup key (a no-op if it is already held) and settle the delivery.
-            logger.warning(
-                "webhook for process %r said %r, the API says %r; using the API's answer",
-                delivered.process_id,
-                delivered.status,
-                verdict.event.status,
-                extra=log_fields(delivered),
-            )
-            self.metrics.rewritten += 1
-            if await self.inbox.put(verdict.event, entry.raw):
-                self.stored()
-            await self.inbox.ack(entry.id)
-            self.settled()
+            # The delivery claimed another status than the API's: the API's event is stored
+            # under its own dedup key, and handled as an entry of its own.
+            await self._store_confirmed(entry, delivered, verdict)
             return None
         return verdict.event
 
