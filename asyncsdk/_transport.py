@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
 from collections.abc import AsyncIterable, Awaitable, Callable, Mapping
 from types import MappingProxyType
@@ -78,8 +77,7 @@ class Transport:
         timeout: Timeout,
         retry: RetryPolicy,
         max_in_flight: int,
-        min_poll_interval: float = 0.0,
-        rand: Callable[[], float] = random.random,
+        min_poll_interval: float,
         telemetry: ClientTelemetry = NO_TELEMETRY,
     ) -> None:
         self._api_key = api_key
@@ -89,7 +87,6 @@ class Transport:
         self._retry = retry
         self._max_in_flight = max_in_flight
         self._slots = asyncio.Semaphore(_slots_for(session, max_in_flight))
-        self._rand = rand
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._floor = PollFloor(min_poll_interval)
@@ -207,7 +204,6 @@ class Transport:
                         attempt,
                         request_sent=error.request_sent,
                         replayable=request.replayable,
-                        rand=self._rand,
                     )
                 if delay is None:
                     drop_tracebacks(exc)
@@ -235,7 +231,6 @@ class Transport:
                         status,
                         headers,
                         replayable=request.replayable,
-                        rand=self._rand,
                         generation=request.generation,
                     )
                 if delay is None:

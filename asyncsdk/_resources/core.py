@@ -40,10 +40,10 @@ class Core:
     min_poll_interval: float
     generation_limit: GenerationLimit | None = None
     max_upload_bytes: int = MAX_UPLOAD_BYTES
-    #: The limits of each attempt and the retry policy of these resources (``None``: the
-    #: transport's own); ``Client.with_options`` gives a copy its own.
-    timeout: Timeout | None = None
-    retry: RetryPolicy | None = None
+    #: The limits of each attempt and the retry policy of these resources;
+    #: ``Client.with_options`` gives a copy its own.
+    timeout: Timeout
+    retry: RetryPolicy
     _fixed_urls: dict[tuple[str, ...], URL] = attrs.field(
         factory=dict, init=False, eq=False, repr=False
     )
@@ -59,9 +59,10 @@ class Core:
     )
 
     def _make_generations(self) -> Generations:
-        retries = 3 if self.retry is None else self.retry.max_retries
         return Generations(
-            self.generation_limit, max_refusals=retries, telemetry=self.transport.telemetry
+            self.generation_limit,
+            max_refusals=self.retry.max_retries,
+            telemetry=self.transport.telemetry,
         )
 
     def url(self, *segments: str, params: Mapping[str, str] | None = None) -> URL:
@@ -80,8 +81,7 @@ class Core:
     ) -> Coroutine[Any, Any, T]:
         """The transport's coroutine for ``request`` (returned, not awaited here, so a call
         costs no extra coroutine)."""
-        if self.timeout is not None:
-            timeout = self.timeout.with_total(timeout)
+        timeout = self.timeout.with_total(timeout)
         return self.transport.request(request, decode, timeout=timeout, retry=self.retry)
 
     def get_one(
