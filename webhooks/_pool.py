@@ -251,8 +251,7 @@ class WorkerPool:
 
     def _unseen(self) -> bool:
         """More unfinished entries than this process holds: some wait in the inbox."""
-        held = len(self._running) + len(self._ready) + len(self._acker.held)
-        return self.backlog > held
+        return self.backlog > self.in_flight
 
     def _ask_feeder(self) -> None:
         """Wake the feeder if it has a claim to send: an entry is known to wait, or a tick or a
