@@ -12,7 +12,7 @@ import attrs
 from asyncsdk._catalogue.names import aliases
 from asyncsdk._catalogue.snapshot import Catalogue
 from asyncsdk._checks import number_field
-from asyncsdk._errors import APIError, NotFoundError
+from asyncsdk._errors import APIError, BadRequestError, NotFoundError
 from asyncsdk._models import Tool, Widget
 
 __all__ = ["CatalogueCache"]
@@ -97,12 +97,14 @@ class CatalogueCache:
         return tuple(await self.fetch_tools())
 
     async def _fetch_widgets(self, tool: str) -> tuple[Widget, ...]:
-        not_found: NotFoundError | None = None
+        not_found: NotFoundError | BadRequestError | None = None
         found_empty = False
         for spelling in aliases(tool):
             try:
                 widgets = tuple(await self.fetch_widgets(spelling))
-            except NotFoundError as exc:
+            except (NotFoundError, BadRequestError) as exc:
+                # A spelling the service does not know: 400 by the spec's error table (an
+                # invalid value), 404 as a path that names nothing; the other alias may work.
                 not_found = not_found or exc
                 continue
             if widgets:

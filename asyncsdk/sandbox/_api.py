@@ -157,10 +157,9 @@ async def list_tools(request: web.Request) -> web.Response:
 async def tool_widgets(request: web.Request) -> web.Response:
     key = api_key(request)
     state = runtime_of(request).state
-    slug = request.match_info["slug"]
-    if state.catalogue.resolve(slug) is None:
-        raise SandboxError(404, "api_error_tool_not_found", f"tool {slug!r} does not exist")
-    tool = resolve_tool(state, key, slug)
+    # An unknown slug is an invalid value (400), as on POST /v3/process: the spec keeps 404 for
+    # the ids of orders, processes, projects and assets.
+    tool = resolve_tool(state, key, request.match_info["slug"])
     base = str(request.url.origin())
     return success(request, {"data": [w.wire(base) for w in tool.widgets], "message": ""})
 

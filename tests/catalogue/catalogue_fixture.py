@@ -14,6 +14,7 @@ from asyncsdk import (
     APIConnectionError,
     Asset,
     AssetRole,
+    BadRequestError,
     CatalogueCache,
     NotFoundError,
     Tool,
@@ -191,6 +192,9 @@ class CatalogueSource:
     widget_calls: list[str] = attrs.Factory(list)
     gate: asyncio.Event | None = None
     failures: int = 0
+    unknown_status: int = 404
+    """How a slug the source does not know is refused: 404, or 400 as the spec's error table
+    reads (an invalid value; 404 is for ids)."""
 
     async def fetch_tools(self) -> tuple[Tool, ...]:
         self.tool_calls += 1
@@ -208,6 +212,10 @@ class CatalogueSource:
             await self.gate.wait()
         await asyncio.sleep(0)
         if slug not in self.widgets:
+            if self.unknown_status == 400:
+                raise BadRequestError(
+                    f"unknown tool {slug!r}", status=400, key="api_error_invalid_tool"
+                )
             raise NotFoundError(f"tool {slug} not found", status=404, key="api_error_not_found")
         return self.widgets[slug]
 

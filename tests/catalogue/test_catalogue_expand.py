@@ -222,8 +222,11 @@ def test_the_fetched_list_decides_the_slug_sent(make_catalogue: Callable[..., Ca
     assert prepared.tool == ToolSlug.FURNITURE_RESTYLE
 
 
-async def test_widgets_fetched_under_the_alias_when_the_listed_slug_has_none() -> None:
-    source = CatalogueSource()
+@pytest.mark.parametrize("unknown_status", [404, 400])
+async def test_widgets_fetched_under_the_alias_when_the_listed_slug_has_none(
+    unknown_status: int,
+) -> None:
+    source = CatalogueSource(unknown_status=unknown_status)
     source.widgets[ToolSlug.FURNITURE_RESTYLE] = source.widgets.pop(ToolSlug.FURNITURE_SET_RESTYLE)
     prepared = await prepare_process(
         source.cache(),

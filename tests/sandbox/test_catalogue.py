@@ -164,8 +164,8 @@ async def test_icons_are_served(api: aiohttp.ClientSession) -> None:
 
 async def test_widgets_errors(sandbox: Sandbox, api: aiohttp.ClientSession) -> None:
     async with api.get("/v1/cathub/tools/tool-teleport/widgets") as r:
-        assert r.status == 404
-        assert (await error_of(r))["key"] == "api_error_tool_not_found"
+        assert r.status == 400  # an invalid value; the spec keeps 404 for ids
+        assert (await error_of(r))["key"] == "api_error_invalid_tool"
     url = f"{sandbox.base_url}/v1/cathub/tools/tool-day-to-dusk/widgets"
     async with aiohttp.ClientSession() as anon, anon.get(url) as r:
         assert r.status == 401
