@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import asyncio
+import contextlib
+import signal
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Final
 
 from asyncsdk import (
@@ -25,6 +28,7 @@ __all__ = [
     "parse_widgets",
     "printable",
     "service_settings",
+    "sigterm_as_interrupt",
 ]
 
 EXIT_OK: Final = 0
@@ -32,6 +36,36 @@ EXIT_FAILED: Final = 1
 EXIT_USAGE: Final = 2
 EXIT_API: Final = 3
 EXIT_INTERRUPTED: Final = 130
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM stops the command as Ctrl-C does: the running task is cancelled
+    (its cleanup runs: a partial download is removed, the journal stays whole), and the block
+    ends with ``KeyboardInterrupt`` (exit 130, one ``error: interrupted`` line)."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    terminated = False
+
+    def terminate() -> None:
+        nonlocal terminated
+        terminated = True
+        if task is not None:
+            task.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGTERM, terminate)
+    except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
+        yield
+        return
+    try:
+        yield
+    except asyncio.CancelledError:
+        if terminated:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
 
 
 class UsageError(ConfigurationError):

@@ -88,6 +88,15 @@ def open_private(path: Path, flags: int = os.O_WRONLY) -> int:
     return os.open(path, flags | os.O_CREAT | NOFOLLOW, 0o600)
 
 
+def _sync_folder(folder: Path) -> None:
+    """Push the folder's entries (a new name) to disk."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _claim(partial: Path, target: Path) -> bool:
     """Give the finished ``partial`` the name ``target`` unless something has that name."""
     try:
@@ -138,7 +147,12 @@ async def download(client: Client, url: str, folder: Path, stem: str) -> Path:
                 raise APIError(f"the service gave a result URL that is not fetched: {exc}") from exc
             file.seek(0)
             head = file.read(12)
-        return _place(partial, folder, stem, _extension(head, URL(url)))
+            # On disk before it takes its name, and the journal says "done": a result that a
+            # power loss leaves empty would be taken for a finished one.
+            os.fsync(file.fileno())
+        placed = _place(partial, folder, stem, _extension(head, URL(url)))
+        _sync_folder(folder)
+        return placed
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(partial)

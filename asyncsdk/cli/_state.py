@@ -228,12 +228,18 @@ class StateFile:
         and the file ``0600``, and a symlink in its place is refused, never followed.
         """
         make_private_folder(self.path.parent)
-        with open(
-            open_private(self.path, os.O_WRONLY | os.O_APPEND), "a", encoding="utf-8"
-        ) as file:
-            file.write(record.to_json() + "\n")
-            file.flush()
-            os.fsync(file.fileno())
+        line = (record.to_json() + "\n").encode("utf-8")
+        fd = open_private(self.path, os.O_RDWR | os.O_APPEND)
+        try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                # The last line was cut short by a crash: this one starts on a line of its own,
+                # or the two would read as one unreadable line and this step be done again.
+                line = b"\n" + line
+            os.write(fd, line)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 @attrs.frozen
@@ -250,6 +256,14 @@ class Action:
     reason: str = ""
 
 
+def _kept(path: Path) -> bool:
+    """A result file that is there and not empty (no image is)."""
+    try:
+        return path.is_file() and path.stat().st_size > 0
+    except OSError:
+        return False
+
+
 def decide(
     record: Record | None, *, service: str, out_dir: Path, retry_failed: bool = False
 ) -> Action:
@@ -259,7 +273,7 @@ def decide(
     same = record.service == service
     gone = not same and record.service.startswith(EPHEMERAL_PREFIX)
     if record.stage == DONE:
-        if record.outputs and all((out_dir / name).is_file() for name in record.outputs):
+        if record.outputs and all(_kept(out_dir / name) for name in record.outputs):
             return Action("skip")
         if same:
             return Action("resume", "result files missing: downloading them again")

@@ -25,7 +25,13 @@ import attrs
 from asyncsdk import ACCEPTED_EXTENSIONS, Client, MissingWidgetError, ResultWaiter, ToolSlug
 from asyncsdk.cli import _report
 from asyncsdk.cli._batch import Batch
-from asyncsdk.cli._common import EXIT_OK, UsageError, parse_widgets, service_settings
+from asyncsdk.cli._common import (
+    EXIT_OK,
+    UsageError,
+    parse_widgets,
+    service_settings,
+    sigterm_as_interrupt,
+)
 from asyncsdk.cli._jobs import JobResult, JobSpec, Runner
 from asyncsdk.cli._local import local_service
 from asyncsdk.cli._pace import DEFAULT_LIMIT, GenerationPace, Pacer, least_time, parse_limit
@@ -267,6 +273,12 @@ def _dry_run_rows(plan: Plan, earlier: Sequence[JobResult], tool: str) -> list[l
 
 
 async def run(args: argparse.Namespace) -> int:
+    """The ``process`` command; SIGTERM stops it as Ctrl-C does (resumable, exit 130)."""
+    with sigterm_as_interrupt():
+        return await _run(args)
+
+
+async def _run(args: argparse.Namespace) -> int:
     if args.concurrency < 1:
         raise UsageError(f"--concurrency must be 1 or more, not {args.concurrency}")
     if args.timeout <= 0:

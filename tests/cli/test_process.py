@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import re
+import signal
+import sys
 from pathlib import Path
 
 import pytest
 
 from asyncsdk.sandbox import Sandbox, SandboxConfig
 
-from .conftest import run_cli
+from .conftest import run_cli, subprocess_env
 
 STAGING = ["tool-virtual-staging", "-w", "space=bedroom", "-w", "style=modern"]
 STATE_FILE = ".asyncsdk-process.jsonl"  # the journal in --out, named in `process --help`
@@ -301,6 +304,27 @@ async def test_a_broken_journal_line_is_skipped_with_a_warning(
     assert "warning: 1 unreadable line(s)" in captured.err
 
 
+async def test_the_line_after_a_cut_one_starts_a_line_of_its_own(
+    photos: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Written onto the cut line, the next photo's first step read as one unreadable line with
+    # it: had the run stopped there, the next one would have uploaded and paid again.
+    out = tmp_path / "out"
+    async with Sandbox(SandboxConfig()) as sb:
+        monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
+        where = ["--out", out, "--base-url", sb.base_url]
+        assert await run_cli("process", *STAGING, photos / "bedroom-empty.jpg", *where) == 0
+        with (out / STATE_FILE).open("a") as file:
+            file.write('{"key": "cut short by a cra')
+        assert await run_cli("process", *STAGING, photos / "living-room-empty.jpg", *where) == 0
+    lines = (out / STATE_FILE).read_text().splitlines()
+    assert lines.count('{"key": "cut short by a cra') == 1  # alone on its line
+    readable = [json.loads(line) for line in lines if not line.startswith('{"key": "cut')]
+    assert {"bedroom-empty.jpg", "living-room-empty.jpg"} <= {
+        Path(str(line.get("photo", ""))).name for line in readable
+    }
+
+
 async def test_widget_options_on_the_command_line(
     photos: Path,
     tmp_path: Path,
@@ -339,3 +363,59 @@ async def test_a_deleted_result_is_downloaded_again_from_the_same_process(
         assert await run_cli(*args) == 0
         assert sb.stats.processes_created == 1
         assert _results(out) == {result}
+
+
+async def test_an_emptied_result_is_downloaded_again(
+    photos: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What a power loss can leave of a file whose name was on disk before its bytes.
+    out = tmp_path / "out"
+    photo = photos / "bedroom-empty.jpg"
+    async with Sandbox(SandboxConfig()) as sb:
+        monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
+        args = ["process", *STAGING, photo, "--out", out, "--base-url", sb.base_url]
+        assert await run_cli(*args) == 0
+        [result] = _results(out)
+        (out / result).write_bytes(b"")
+        assert await run_cli(*args) == 0
+        assert sb.stats.processes_created == 1
+    again = {name for name in _results(out) if (out / name).stat().st_size > 0}
+    assert len(again) == 1  # the result, downloaded again beside the empty file
+
+
+async def test_sigterm_stops_a_batch_as_ctrl_c_does(photos: Path, tmp_path: Path) -> None:
+    # A container stop or a job scheduler sends SIGTERM: before, the process died at once, with
+    # no word and a partial download left behind.
+    out = tmp_path / "out"
+    never = SandboxConfig(pending_delay=math.inf, processing_delay=math.inf)
+    async with Sandbox(never) as sb:
+        child = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "asyncsdk",
+            "process",
+            *STAGING,
+            photos / "bedroom-empty.jpg",
+            "--out",
+            out,
+            "--base-url",
+            sb.base_url,
+            env=subprocess_env(ASYNCSDK_API_KEY=sb.api_key),
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            for _ in range(1200):  # until it waits on its process (60 s at most)
+                if sb.stats.processes_created:
+                    break
+                await asyncio.sleep(0.05)
+            assert sb.stats.processes_created == 1
+            child.send_signal(signal.SIGTERM)
+            _, stderr = await asyncio.wait_for(child.communicate(), 60)
+        finally:
+            if child.returncode is None:
+                child.kill()
+                await child.wait()
+    assert child.returncode == 130
+    assert stderr.decode() == "error: interrupted; run the same command to resume\n"
+    assert [line["stage"] for line in _state_lines(out) if "stage" in line][-1] == "created"
