@@ -89,7 +89,10 @@ def open_private(path: Path, flags: int = os.O_WRONLY) -> int:
 
 
 def _sync_folder(folder: Path) -> None:
-    """Push the folder's entries (a new name) to disk."""
+    """Push the folder's entries (a new name) to disk (where a folder can be opened: not on
+    Windows)."""
+    if sys.platform == "win32":
+        return
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)

@@ -21,17 +21,23 @@ The sandbox forgets everything when it stops, so steps recorded against an embed
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import hashlib
 import json
 import os
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
 import attrs
 
+from asyncsdk.cli._common import UsageError
 from asyncsdk.cli._results import make_private_folder, open_private
+
+if sys.platform != "win32":
+    import fcntl
 
 __all__ = [
     "STATE_FILE",
@@ -217,6 +223,27 @@ class StateFile:
             records[record.key] = record
         return records
 
+    @contextlib.contextmanager
+    def held_alone(self) -> Iterator[None]:
+        """This run's hold on the journal's folder, until the block ends: a second run on the same
+        folder stops at once (exit 2) instead of paying again for the photos this one does."""
+        make_private_folder(self.path.parent)
+        if sys.platform == "win32":
+            yield  # no advisory locks there: one run per folder is up to the caller
+            return
+        fd = open_private(self.path, os.O_RDONLY)  # the journal itself, created if missing
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise UsageError(
+                    f"another 'asyncsdk process' run is using {self.path.parent}; wait for it to "
+                    "end, or give this one another --out"
+                ) from None
+            yield
+        finally:
+            os.close(fd)  # which releases the lock
+
     def generation_times(self, service: str) -> list[float]:
         """When the generations recorded on ``service`` started (as of the last ``load``)."""
         return [mark.at for mark in self.generations if mark.service == service]
@@ -231,15 +258,23 @@ class StateFile:
         line = (record.to_json() + "\n").encode("utf-8")
         fd = open_private(self.path, os.O_RDWR | os.O_APPEND)
         try:
-            size = os.fstat(fd).st_size
-            if size and os.pread(fd, 1, size - 1) != b"\n":
-                # The last line was cut short by a crash: this one starts on a line of its own,
-                # or the two would read as one unreadable line and this step be done again.
+            if _last_line_cut(fd):
+                # This line starts on a line of its own, or the two would read as one unreadable
+                # line, and this step be done (and paid for) again.
                 line = b"\n" + line
             os.write(fd, line)
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def _last_line_cut(fd: int) -> bool:
+    """True when the journal does not end with a newline: its last line was cut by a crash."""
+    size = os.fstat(fd).st_size
+    if size == 0:
+        return False
+    os.lseek(fd, size - 1, os.SEEK_SET)  # for the read only: writes go to the end (O_APPEND)
+    return os.read(fd, 1) != b"\n"
 
 
 @attrs.frozen

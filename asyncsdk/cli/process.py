@@ -274,11 +274,12 @@ def _dry_run_rows(plan: Plan, earlier: Sequence[JobResult], tool: str) -> list[l
 
 async def run(args: argparse.Namespace) -> int:
     """The ``process`` command; SIGTERM stops it as Ctrl-C does (resumable, exit 130)."""
-    with sigterm_as_interrupt():
-        return await _run(args)
+    with sigterm_as_interrupt(), contextlib.ExitStack() as held:
+        return await _run(args, held)
 
 
-async def _run(args: argparse.Namespace) -> int:
+async def _run(args: argparse.Namespace, held: contextlib.ExitStack) -> int:
+    """The command; ``held`` keeps the journal to this run until the command ends."""
     if args.concurrency < 1:
         raise UsageError(f"--concurrency must be 1 or more, not {args.concurrency}")
     if args.timeout <= 0:
@@ -293,6 +294,8 @@ async def _run(args: argparse.Namespace) -> int:
         for photo in photos
     ]
     state = StateFile(out_dir / STATE_FILE)
+    if not args.dry_run:
+        held.enter_context(state.held_alone())
     records = state.load()
     if state.skipped_lines:
         sys.stderr.write(

@@ -419,3 +419,38 @@ async def test_sigterm_stops_a_batch_as_ctrl_c_does(photos: Path, tmp_path: Path
     assert child.returncode == 130
     assert stderr.decode() == "error: interrupted; run the same command to resume\n"
     assert [line["stage"] for line in _state_lines(out) if "stage" in line][-1] == "created"
+
+
+async def test_a_second_run_on_the_same_folder_stops_instead_of_paying_again(
+    photos: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = tmp_path / "out"
+    never = SandboxConfig(pending_delay=math.inf, processing_delay=math.inf)
+    async with Sandbox(never) as sb:
+        args = ["process", *STAGING, photos / "bedroom-empty.jpg", "--out", out]
+        args += ["--base-url", sb.base_url, "--timeout", "30"]  # a second run: 30 s, not 600
+        first = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "asyncsdk",
+            *map(str, args),
+            env=subprocess_env(ASYNCSDK_API_KEY=sb.api_key),
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        try:
+            for _ in range(1200):  # until the first run waits on its process (60 s at most)
+                if sb.stats.processes_created:
+                    break
+                await asyncio.sleep(0.05)
+            monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
+            assert await run_cli(*args) == 2
+            assert await run_cli(*args, "--dry-run") == 0  # looking is fine
+            assert sb.stats.processes_created == 1
+        finally:
+            first.send_signal(signal.SIGTERM)
+            await asyncio.wait_for(first.wait(), 60)
+    assert "another 'asyncsdk process' run is using" in capsys.readouterr().err
