@@ -65,6 +65,16 @@ def error_response(
 
 
 async def json_body(request: web.Request) -> Any:
+    """The JSON body of an API call, which must say it is JSON (spec 4.1, 4.8: Content-Type
+    application/json): a JSON parser in front of the service reads no other body."""
+    kind = request.content_type
+    if kind != "application/json" and not kind.endswith("+json"):
+        sent = request.headers.get("Content-Type") or "no content type"
+        raise SandboxError(
+            400,
+            "api_error_invalid_json",
+            f"send the body as JSON with Content-Type: application/json, not {sent}",
+        )
     try:
         return await request.json()
     except (ValueError, UnicodeDecodeError):

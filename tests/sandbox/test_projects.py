@@ -43,6 +43,21 @@ async def test_create_project_with_invalid_json_is_400(api: aiohttp.ClientSessio
         await error_of(r)
 
 
+@pytest.mark.parametrize("path", ["/v3/project", "/v3/process", "/v1/order"])
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", None])
+async def test_a_json_body_not_declared_json_is_400(
+    sandbox: Sandbox, api: aiohttp.ClientSession, path: str, content_type: str | None
+) -> None:
+    # A JSON parser in front of the service reads no other body: code that forgets the header
+    # must fail here as it would there.
+    headers = {} if content_type is None else {"Content-Type": content_type}
+    body = b'{"address": "12 Oak Street", "order_id": "o1", "tool": "tool-day-to-dusk"}'
+    async with api.post(path, data=body, headers=headers) as r:
+        assert r.status == 400
+        assert "Content-Type: application/json" in (await error_of(r))["error"]
+    assert sandbox.stats.processes_created == 0
+
+
 @pytest.mark.parametrize("headers", [{}, {"x-api-key": "sk_wrong"}, {"x-api-key": ""}])
 async def test_missing_or_invalid_key_is_401(sandbox: Sandbox, headers: dict[str, str]) -> None:
     async with aiohttp.ClientSession(base_url=sandbox.base_url, headers=headers) as s:
