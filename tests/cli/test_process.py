@@ -349,9 +349,11 @@ async def test_widget_options_on_the_command_line(
     assert "--widget takes NAME=VALUE" in capsys.readouterr().err
 
 
-async def test_a_deleted_result_is_downloaded_again_from_the_same_process(
-    photos: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("damage", ["deleted", "emptied"])
+async def test_a_lost_result_is_downloaded_again_from_the_same_process(
+    photos: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str
 ) -> None:
+    # Emptied: what a power loss can leave of a file whose name was on disk before its bytes.
     out = tmp_path / "out"
     photo = photos / "bedroom-empty.jpg"
     async with Sandbox(SandboxConfig()) as sb:
@@ -359,28 +361,39 @@ async def test_a_deleted_result_is_downloaded_again_from_the_same_process(
         args = ["process", *STAGING, photo, "--out", out, "--base-url", sb.base_url]
         assert await run_cli(*args) == 0
         [result] = _results(out)
-        (out / result).unlink()
+        if damage == "deleted":
+            (out / result).unlink()
+        else:
+            (out / result).write_bytes(b"")
         assert await run_cli(*args) == 0
         assert sb.stats.processes_created == 1
-        assert _results(out) == {result}
+    [again] = [name for name in _results(out) if (out / name).stat().st_size > 0]
+    if damage == "deleted":
+        assert again == result  # under its own name; an emptied file keeps its name
 
 
-async def test_an_emptied_result_is_downloaded_again(
-    photos: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # What a power loss can leave of a file whose name was on disk before its bytes.
-    out = tmp_path / "out"
-    photo = photos / "bedroom-empty.jpg"
-    async with Sandbox(SandboxConfig()) as sb:
-        monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
-        args = ["process", *STAGING, photo, "--out", out, "--base-url", sb.base_url]
-        assert await run_cli(*args) == 0
-        [result] = _results(out)
-        (out / result).write_bytes(b"")
-        assert await run_cli(*args) == 0
-        assert sb.stats.processes_created == 1
-    again = {name for name in _results(out) if (out / name).stat().st_size > 0}
-    assert len(again) == 1  # the result, downloaded again beside the empty file
+async def _process_in_a_child(sb: Sandbox, *args: str | Path) -> asyncio.subprocess.Process:
+    """``asyncsdk process ARGS`` against ``sb`` in a child process, once it waits on the process
+    it created (the sandbox given never finishes one)."""
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "asyncsdk",
+        "process",
+        *map(str, args),
+        "--base-url",
+        sb.base_url,
+        env=subprocess_env(ASYNCSDK_API_KEY=sb.api_key),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    for _ in range(1200):  # 60 s at most
+        if sb.stats.processes_created:
+            return child
+        await asyncio.sleep(0.05)
+    child.kill()
+    await child.communicate()
+    raise AssertionError("the child run created no process")
 
 
 async def test_sigterm_stops_a_batch_as_ctrl_c_does(photos: Path, tmp_path: Path) -> None:
@@ -389,33 +402,9 @@ async def test_sigterm_stops_a_batch_as_ctrl_c_does(photos: Path, tmp_path: Path
     out = tmp_path / "out"
     never = SandboxConfig(pending_delay=math.inf, processing_delay=math.inf)
     async with Sandbox(never) as sb:
-        child = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "asyncsdk",
-            "process",
-            *STAGING,
-            photos / "bedroom-empty.jpg",
-            "--out",
-            out,
-            "--base-url",
-            sb.base_url,
-            env=subprocess_env(ASYNCSDK_API_KEY=sb.api_key),
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        try:
-            for _ in range(1200):  # until it waits on its process (60 s at most)
-                if sb.stats.processes_created:
-                    break
-                await asyncio.sleep(0.05)
-            assert sb.stats.processes_created == 1
-            child.send_signal(signal.SIGTERM)
-            _, stderr = await asyncio.wait_for(child.communicate(), 60)
-        finally:
-            if child.returncode is None:
-                child.kill()
-                await child.wait()
+        child = await _process_in_a_child(sb, *STAGING, photos / "bedroom-empty.jpg", "--out", out)
+        child.send_signal(signal.SIGTERM)
+        _, stderr = await asyncio.wait_for(child.communicate(), 60)
     assert child.returncode == 130
     assert stderr.decode() == "error: interrupted; run the same command to resume\n"
     assert [line["stage"] for line in _state_lines(out) if "stage" in line][-1] == "created"
@@ -429,28 +418,16 @@ async def test_a_second_run_on_the_same_folder_stops_instead_of_paying_again(
 ) -> None:
     out = tmp_path / "out"
     never = SandboxConfig(pending_delay=math.inf, processing_delay=math.inf)
+    args = [*STAGING, photos / "bedroom-empty.jpg", "--out", out, "--timeout", "30"]
     async with Sandbox(never) as sb:
-        args = ["process", *STAGING, photos / "bedroom-empty.jpg", "--out", out]
-        args += ["--base-url", sb.base_url, "--timeout", "30"]  # a second run: 30 s, not 600
-        first = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "asyncsdk",
-            *map(str, args),
-            env=subprocess_env(ASYNCSDK_API_KEY=sb.api_key),
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
+        first = await _process_in_a_child(sb, *args)
         try:
-            for _ in range(1200):  # until the first run waits on its process (60 s at most)
-                if sb.stats.processes_created:
-                    break
-                await asyncio.sleep(0.05)
             monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
-            assert await run_cli(*args) == 2
-            assert await run_cli(*args, "--dry-run") == 0  # looking is fine
+            where = ["--base-url", sb.base_url]
+            assert await run_cli("process", *args, *where) == 2  # a second run: 30 s, not 600
+            assert await run_cli("process", *args, *where, "--dry-run") == 0  # looking is fine
             assert sb.stats.processes_created == 1
         finally:
             first.send_signal(signal.SIGTERM)
-            await asyncio.wait_for(first.wait(), 60)
+            await asyncio.wait_for(first.communicate(), 60)
     assert "another 'asyncsdk process' run is using" in capsys.readouterr().err
