@@ -11,7 +11,7 @@ import time
 
 import attrs
 
-from asyncsdk import AsyncSDKError, Process, WaitTimeoutError
+from asyncsdk import AsyncSDKError, Process, ProcessStatus, WaitTimeoutError
 from asyncsdk.cli._common import EXIT_FAILED, exit_code_for
 from asyncsdk.cli._jobs import JobResult, JobSpec, Runner, Steps
 from asyncsdk.cli._pace import Pacer
@@ -55,17 +55,21 @@ class Batch:
         started = time.monotonic()
         result = JobResult(spec=spec, status="error")
         try:
-            process, current = await self._steps(spec, key, record, action)
-            result.process_id = process.id
-            if process.succeeded:
-                result.outputs = await self.runner.fetch(spec, process)
-                names = tuple(p.name for p in result.outputs)
+            processes, current = await self._steps(spec, key, record, action)
+            result.process_id = processes[0].id
+            # Every result paid for is kept, that of a process beside one that failed too.
+            result.outputs = await self.runner.fetch(spec, processes)
+            names = tuple(p.name for p in result.outputs)
+            failed = sum(1 for process in processes if not process.succeeded)
+            if not failed:
                 self.state.append(current.step(DONE, outputs=names))
+                result.status = ProcessStatus.DONE
             else:
-                self.state.append(current.step(FAILED, error="the process failed"))
-                result.error = "the process failed; --retry-failed runs it again"
+                what = "the process" if len(processes) == 1 else f"{failed} of the processes"
+                self.state.append(current.step(FAILED, error=f"{what} failed", outputs=names))
+                result.error = f"{what} failed; --retry-failed runs it again"
                 result.exit_code = EXIT_FAILED
-            result.status = process.status
+                result.status = ProcessStatus.FAILED
         except WaitTimeoutError as exc:
             result.status = "waiting"
             result.error = f"still running after {self.runner.timeout:g} s; run again to collect it"
@@ -92,14 +96,16 @@ class Batch:
 
     async def _steps(
         self, spec: JobSpec, key: PhotoKey, record: Record | None, action: Action
-    ) -> tuple[Process, Record]:
+    ) -> tuple[list[Process], Record]:
         """Upload, create or adopt, and wait, as ``action`` says; each step is recorded."""
         runner = self.runner
         steps = Steps()
         if record is not None and record.service == self.service and action.kind != "new":
             current = record
             steps.order_id = record.order_id
-            steps.process_id = record.process_id if action.kind == "resume" else ""
+            if action.kind == "resume":
+                steps.process_id = record.process_id
+                steps.more_process_ids = record.more_process_ids
         else:
             current = Record.start(key, self.service)
         if action.kind == "new":
@@ -110,11 +116,14 @@ class Batch:
             if action.kind == "adopt":
                 order = await runner.client.orders.get(steps.order_id)
                 if order.processes:
-                    # The order was made for this photo alone: a process on it is ours, created
-                    # by a run that stopped before it could write the process id down.
-                    steps.process_id = order.processes[0].id
+                    # The order was made for this photo alone: its processes are ours, created
+                    # by a run that stopped before it could write their ids down.
+                    steps.process_id, *more = (process.id for process in order.processes)
+                    steps.more_process_ids = tuple(more)
             if not steps.process_id:
                 await self._create(spec, steps)
-            current = current.step(CREATED, process_id=steps.process_id)
+            current = current.step(
+                CREATED, process_id=steps.process_id, more_process_ids=steps.more_process_ids
+            )
             self.state.append(current)
         return await runner.wait(steps), current

@@ -22,6 +22,7 @@ from asyncsdk import (
     CatalogueCache,
     Client,
     Process,
+    ProcessStatus,
     ResultWaiter,
     Upload,
     ValidationError,
@@ -79,6 +80,12 @@ class Steps:
     order_id: str = ""
     assets: tuple[Asset, ...] = ()
     process_id: str = ""
+    more_process_ids: tuple[str, ...] = ()
+    """The others the creation made (one request may make several, each paid for)."""
+
+    @property
+    def process_ids(self) -> tuple[str, ...]:
+        return (self.process_id, *self.more_process_ids) if self.process_id else ()
 
 
 @attrs.define(kw_only=True)
@@ -152,31 +159,38 @@ class Runner:
             raise APIDecodeError(
                 f"creating a {tool} process on order {steps.order_id} returned no id"
             )
-        steps.process_id = created.process_ids[0]
+        steps.process_id, *more = created.process_ids
+        steps.more_process_ids = tuple(more)
 
-    async def wait(self, steps: Steps) -> Process:
-        """Wait for the process: by webhook when a registry is fed, else by polling."""
-        return await self.client.processes.wait(
-            steps.process_id, timeout=self.timeout, registry=self.registry
+    async def wait(self, steps: Steps) -> list[Process]:
+        """Wait for the processes: by webhook when a registry is fed, else by polling."""
+        return list(
+            await asyncio.gather(
+                *(
+                    self.client.processes.wait(pid, timeout=self.timeout, registry=self.registry)
+                    for pid in steps.process_ids
+                )
+            )
         )
 
-    async def fetch(self, spec: JobSpec, process: Process) -> list[Path]:
-        """Download every result image of a finished process into ``out_dir``."""
-        assets = [asset for asset in process.final_assets if asset.src]
+    async def fetch(self, spec: JobSpec, processes: Sequence[Process]) -> list[Path]:
+        """Download every result image of the finished processes into ``out_dir`` (numbered
+        across them when there are several)."""
+        results = [
+            (process.tool or spec.tool, asset)
+            for process in processes
+            if process.succeeded
+            for asset in process.final_assets
+            if asset.src
+        ]
         return [
             await download(
                 self.client,
                 asset.src,
                 self.out_dir,
-                result_name(
-                    spec.stem,
-                    process.tool or spec.tool,
-                    index,
-                    len(assets),
-                    spec.widgets_digest,
-                ),
+                result_name(spec.stem, tool, index, len(results), spec.widgets_digest),
             )
-            for index, asset in enumerate(assets)
+            for index, (tool, asset) in enumerate(results)
         ]
 
     async def run(self, spec: JobSpec) -> JobResult:
@@ -185,13 +199,14 @@ class Runner:
         steps = Steps()
         await self.upload(spec, steps)
         await self.create(spec, steps)
-        process = await self.wait(steps)
-        outputs = await self.fetch(spec, process) if process.succeeded else []
+        processes = await self.wait(steps)
+        outputs = await self.fetch(spec, processes)
+        succeeded = all(process.succeeded for process in processes)
         return JobResult(
             spec=spec,
-            status=process.status,
+            status=ProcessStatus.DONE if succeeded else ProcessStatus.FAILED,
             seconds=time.monotonic() - started,
             process_id=steps.process_id,
             outputs=outputs,
-            exit_code=0 if process.succeeded else 1,
+            exit_code=0 if succeeded else 1,
         )

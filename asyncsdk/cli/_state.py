@@ -133,6 +133,8 @@ class Record:
     stage: str
     order_id: str = ""
     process_id: str = ""
+    more_process_ids: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
+    """The others one creation made (it may make several; each is paid for)."""
     outputs: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
     error: str = ""
     at: str = ""
@@ -158,6 +160,7 @@ class Record:
     def to_json(self) -> str:
         data = attrs.asdict(self)
         data["outputs"] = list(self.outputs)
+        data["more_process_ids"] = list(self.more_process_ids)
         return _canonical(data)
 
     @classmethod

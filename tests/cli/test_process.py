@@ -431,3 +431,27 @@ async def test_a_second_run_on_the_same_folder_stops_instead_of_paying_again(
             first.send_signal(signal.SIGTERM)
             await asyncio.wait_for(first.communicate(), 60)
     assert "another 'asyncsdk process' run is using" in capsys.readouterr().err
+
+
+async def test_every_process_one_creation_makes_is_recorded_and_collected(
+    photos: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # One creation may make several processes, each paid for: before, the command kept the
+    # first id and lost the others' results.
+    out = tmp_path / "out"
+    async with Sandbox(SandboxConfig(processes_per_request=2)) as sb:
+        monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
+        args = ["process", *STAGING, photos / "bedroom-empty.jpg", "--out", out]
+        args += ["--base-url", sb.base_url]
+        assert await run_cli(*args) == 0
+        assert sb.stats.processes_created == 2
+        assert len(_results(out)) == 2  # one result image of each process
+        [created] = [line for line in _state_lines(out) if line.get("stage") == "created"]
+        assert len(created["more_process_ids"]) == 1  # type: ignore[arg-type]
+        capsys.readouterr()
+        assert await run_cli(*args) == 0
+        assert sb.stats.processes_created == 2
+    assert "1 already done" in capsys.readouterr().out
