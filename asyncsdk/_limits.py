@@ -46,8 +46,10 @@ class GenerationLimit:
         factory=collections.deque, init=False, repr=False
     )
     _lock: asyncio.Lock = attrs.field(factory=asyncio.Lock, init=False, repr=False)
-    _released: asyncio.Event = attrs.field(factory=asyncio.Event, init=False, repr=False)
-    """Set by :meth:`release`: the caller waiting for a place looks again at once."""
+    _wakeup: asyncio.Future[None] | None = attrs.field(default=None, init=False, repr=False)
+    """The wait of the caller waiting for a place (one at a time: it holds the lock), which
+    :meth:`release` ends early.  A future of the waiting loop's own, so that one limit serves
+    the clients of several event loops in turn."""
 
     @property
     def pace(self) -> float:
@@ -69,17 +71,21 @@ class GenerationLimit:
                     now = loop.time()
                     self._starts.append(now)
                     return now
-                self._released.clear()
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(wait):
-                        await self._released.wait()
+                self._wakeup = loop.create_future()
+                try:
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(wait):
+                            await self._wakeup
+                finally:
+                    self._wakeup = None
 
     def release(self, counted: float) -> None:
         """The call counted at ``counted`` was never sent (its uploads failed, say): give its
         place back, to the caller waiting first if there is one."""
         if counted in self._starts:
             self._starts.remove(counted)
-            self._released.set()
+            if self._wakeup is not None and not self._wakeup.done():
+                self._wakeup.set_result(None)
 
     def settle(self, counted: float, now: float | None = None) -> None:
         """The call counted at ``counted`` reached the service only now: count it from now.

@@ -348,3 +348,15 @@ async def test_a_creation_given_the_place_its_caller_took_does_not_wait_for_anot
 
     assert created.process_ids == ("pr1",)
     assert 500 < limit.wait_time() <= 600  # one place counted, from the creation's answer
+
+
+def test_one_limit_serves_clients_of_one_event_loop_after_another() -> None:
+    """A limit shared by several clients may outlive an event loop (one asyncio.run per job)."""
+    limit = GenerationLimit(max_calls=1, period=0.05)
+
+    async def two_places() -> None:
+        await limit.acquire()
+        await limit.acquire()  # waits for the first to leave the window
+
+    asyncio.run(two_places())
+    asyncio.run(two_places())
