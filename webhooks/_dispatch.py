@@ -70,10 +70,14 @@ _UNKNOWN_TO_THE_API: Final = (NotFoundError, BadRequestError, UnprocessableEntit
 _NONE_DONE: Final[frozenset[int]] = frozenset()
 
 _DONE_LIMIT: Final = 10_000
-"""Entries whose succeeded handlers are remembered at most.  An entry retried here is usually
-taken again here, but one may be finished by another process, or never come back: past this
-many, the oldest are forgotten, and their handlers may run again (delivery is at least once).
-Without a bound, the entries of such retries and of dead letters never replayed would pile up."""
+"""Entries whose succeeded handlers are remembered at most (a retried entry may be finished by
+another process, or never come back); past it the oldest are forgotten (at least once)."""
+
+
+def a_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` from a handler, the sink or fetch-back is that step failing (retried,
+    then dead-lettered), not the pool stopping its worker."""
+    return isinstance(exc, Exception) or not stopped_from_outside()
 
 
 def stopped_from_outside() -> bool:
@@ -204,7 +208,9 @@ class Dispatcher:
             try:
                 async with asyncio.timeout(self.handler_timeout):
                     await self.sink.resolve(event)
-            except Exception as exc:
+            except (Exception, asyncio.CancelledError) as exc:
+                if not a_failure(exc):
+                    raise
                 await self._fail(entry, f"result sink failed: {exc!r}")
                 return
         done = self._done.get(entry.id, _NONE_DONE)
@@ -226,18 +232,9 @@ class Dispatcher:
                         await spec.func(*args)
             except TimeoutError:
                 errors.append(f"{spec.name}: timed out after {self.handler_timeout} s")
-            except asyncio.CancelledError as exc:
-                if stopped_from_outside():
+            except (Exception, asyncio.CancelledError) as exc:
+                if not a_failure(exc):
                     raise  # the pool is stopping: it hands the entry back
-                # The handler's own failure: retried like any other, the worker carries on.
-                logger.exception(
-                    "webhook handler %s raised CancelledError for process %s",
-                    spec.name,
-                    event.process_id,
-                    extra=log_fields(event),
-                )
-                errors.append(f"{spec.name}: {exc!r}")
-            except Exception as exc:
                 logger.exception(
                     "webhook handler %s failed for process %s",
                     spec.name,
@@ -293,7 +290,9 @@ class Dispatcher:
             verdict: Confirmed | NotFinished | Forged = Forged(
                 f"no order {delivered.order_id!r} (the API answered {exc.status})"
             )
-        except Exception as exc:
+        except (Exception, asyncio.CancelledError) as exc:
+            if not a_failure(exc):
+                raise
             await self._fail(entry, f"fetch-back failed: {exc!r}")
             return
         else:
@@ -358,7 +357,9 @@ class Dispatcher:
             why = f"no process {delivered.process_id!r} (the API answered {exc.status})"
             await self._drop_forged(entry, delivered, why)
             return None
-        except Exception as exc:
+        except (Exception, asyncio.CancelledError) as exc:
+            if not a_failure(exc):
+                raise
             await self._fail(entry, f"fetch-back failed: {exc!r}")
             return None
         verdict = confirm(delivered, process)

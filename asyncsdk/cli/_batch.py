@@ -6,6 +6,7 @@ downloads, resuming from the step its last record reached (see :mod:`asyncsdk.cl
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 
@@ -57,6 +58,8 @@ class Batch:
         try:
             processes, current = await self._steps(spec, key, record, action)
             result.process_id = processes[0].id
+            if record is not None and action.kind == "resume":
+                self._drop_empty(record.outputs)
             # Every result paid for is kept, that of a process beside one that failed too.
             result.outputs = await self.runner.fetch(spec, processes)
             names = tuple(p.name for p in result.outputs)
@@ -83,6 +86,15 @@ class Batch:
             self.bar.note(f"{spec.photo}: {result.error or result.status}")
         self.bar.advance()
         return result
+
+    def _drop_empty(self, outputs: tuple[str, ...]) -> None:
+        """Remove the empty files among a job's recorded results (what a power loss can leave),
+        so that they are downloaded again under their own names."""
+        for name in outputs:
+            path = self.runner.out_dir / name
+            with contextlib.suppress(OSError):
+                if path.is_file() and path.stat().st_size == 0:
+                    path.unlink()
 
     async def _create(self, spec: JobSpec, steps: Steps) -> None:
         """Create the process, in a generation slot when the pace is kept."""

@@ -163,15 +163,21 @@ class Runner:
         steps.more_process_ids = tuple(more)
 
     async def wait(self, steps: Steps) -> list[Process]:
-        """Wait for the processes: by webhook when a registry is fed, else by polling."""
-        return list(
-            await asyncio.gather(
-                *(
-                    self.client.processes.wait(pid, timeout=self.timeout, registry=self.registry)
-                    for pid in steps.process_ids
-                )
+        """Wait for the processes: by webhook when a registry is fed, else by polling.  When one
+        wait fails, the others are stopped before the error is raised."""
+        waits = [
+            asyncio.ensure_future(
+                self.client.processes.wait(pid, timeout=self.timeout, registry=self.registry)
             )
-        )
+            for pid in steps.process_ids
+        ]
+        try:
+            return list(await asyncio.gather(*waits))
+        except BaseException:
+            for wait in waits:
+                wait.cancel()
+            await asyncio.gather(*waits, return_exceptions=True)
+            raise
 
     async def fetch(self, spec: JobSpec, processes: Sequence[Process]) -> list[Path]:
         """Download every result image of the finished processes into ``out_dir`` (numbered

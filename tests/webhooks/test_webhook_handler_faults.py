@@ -43,3 +43,38 @@ async def test_a_handler_raising_cancelled_error_is_retried_and_the_workers_carr
         await receiver.stop()
     assert sorted(handled) == [f"p-{n}" for n in range(6)]
     assert set(calls.values()) == {2}
+
+
+class CancellingSink:
+    """A result sink whose resolve raises CancelledError of its own."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def resolve(self, event: ProcessCompleted) -> None:
+        self.calls += 1
+        raise asyncio.CancelledError
+
+
+async def test_a_result_sink_raising_cancelled_error_is_retried_then_dead_lettered() -> None:
+    # Before, the entry was dropped until its claim timed out, then handed out again, forever:
+    # never counted as failed, never dead-lettered.
+    inbox = MemoryInbox(claim_timeout=0.3)
+    assert await inbox.put(event("p-1"), b"{}")
+    sink = CancellingSink()
+    receiver = WebhookReceiver(
+        inbox=inbox,
+        verifier=NoVerification(),
+        registry=sink,
+        max_attempts=2,
+        retry_base=0.01,
+        retry_cap=0.01,
+        poll_interval=0.05,
+    )
+    await receiver.start()
+    try:
+        await wait_until(lambda: receiver.metrics.dead_lettered == 1, "the dead letter")
+    finally:
+        await receiver.stop()
+    assert sink.calls == 2
+    assert receiver.metrics.retried == 1
