@@ -181,13 +181,11 @@ class Client:
         self.projects = Projects(core)
         self.orders = Orders(core)
         self.tools = Tools(core)
-        if catalogue is None:
-            catalogue = CatalogueCache(
-                self.tools.list, self.tools.widgets, ttl=settings.catalogue_ttl
-            )
-        self.catalogue = catalogue
+        self.catalogue = catalogue or CatalogueCache(
+            self.tools.list, self.tools.widgets, ttl=settings.catalogue_ttl
+        )
         self.processes = Processes(
-            core, orders=self.orders, catalogue=catalogue, validate=settings.validate
+            core, orders=self.orders, catalogue=self.catalogue, validate=settings.validate
         )
         self.v1 = V1(core)
         self._flows = Flows(self.processes, self.orders, core.generations)

@@ -158,10 +158,7 @@ class Record:
         return attrs.evolve(self, stage=stage, at=now, **changes)
 
     def to_json(self) -> str:
-        data = attrs.asdict(self)
-        data["outputs"] = list(self.outputs)
-        data["more_process_ids"] = list(self.more_process_ids)
-        return _canonical(data)
+        return _canonical(attrs.asdict(self))  # tuples are written as JSON arrays
 
     @classmethod
     def from_json(cls, line: str) -> Record:
