@@ -1,6 +1,6 @@
 """Sample photos shipped with the package, for the demo and for trying the tools.
 
-Drawn by :mod:`asyncsdk.samples._make` (``python -m asyncsdk.samples._make`` redraws them):
+Drawn by ``scripts/draw_samples.py`` in the source repository, which redraws them:
 
 * ``bedroom-empty.jpg``: an empty bedroom (virtual staging);
 * ``living-room-empty.jpg``: an empty living room (virtual staging);
@@ -18,7 +18,7 @@ __all__ = ["BOX_DRAWN", "KITCHEN_BOX", "NAMES", "folder", "path"]
 
 NAMES: Final = ("bedroom-empty.jpg", "living-room-empty.jpg", "kitchen.jpg", "exterior.jpg")
 
-#: Where ``_make`` draws the cardboard box in ``kitchen.jpg``: (x0, y0, x1, y1) in pixels.
+#: Where ``scripts/draw_samples.py`` draws the box in ``kitchen.jpg``: (x0, y0, x1, y1) in pixels.
 BOX_DRAWN: Final = (262.0, 318.0, 372.0, 398.0)
 
 #: The cardboard box in ``kitchen.jpg`` with 8 pixels of margin: a rectangle for a removal mask.
