@@ -1,43 +1,50 @@
-"""What a waiter registry shared through a store does the same on every store (Redis, PostgreSQL).
+""":class:`RemoteRegistry`: what a waiter registry shared through a store (Redis, PostgreSQL) does
+the same on every store.
 
 ::
 
-    wait(pid) ─ enrolls in the local Registry ─ first waiter of pid ─► read task ─ read(ids) ──┐
-    listen task ─ listen(connected): one subscription ─ (re)made ─► re-read every pending id   │
-                                     └─ a message ───────────────────────────────► deliver ◄───┘
+    wait(pid) ─ enrolls in the local Registry ─ first waiter of pid ─► read task ─ _read(ids) ─┐
+    listen task ─ _listen(connected): one subscription ─ (re)made ─► re-read every pending id   │
+                                     └─ a message ───────────────────────────────► _deliver ◄───┘
                                                                            wakes the local waiters
 
-:class:`RemoteWaiters` holds this process's waiters (a local :class:`~webhooks.Registry`), the
-listening task with its reconnect loop, the read task with its batches of ids, and how both stop
-at close.  The store's registry gives it two hooks and its own words (:class:`Wording`):
+The base class holds this process's waiters (a local :class:`~webhooks.Registry`), the listening
+task with its reconnect loop, the read task with its batches of ids, how both stop at close, and
+the whole public API but ``resolve``.  A store's registry subclasses it, calls
+:meth:`RemoteRegistry._setup` once its own fields are set, and gives it its own words
+(:class:`Wording`) and four methods:
 
-* ``listen(connected)``: hold one subscription until it is lost, then raise; call ``connected()``
+* ``_listen(connected)``: hold one subscription until it is lost, then raise; call ``connected()``
   each time the subscription is made (again), which re-reads every id still waited for, so no
   result stored while it was down is missed.
-* ``read(ids)``: read the stored results of ``ids`` (never empty), handing each to
-  :meth:`RemoteWaiters.deliver`.
+* ``_read(ids)``: read the stored results of ``ids`` (never empty), handing each to
+  :meth:`RemoteRegistry._deliver`.
+* ``_release()``: release the store's connections, once both tasks have stopped.
+* ``_unreachable(timeout)``: the message of :meth:`RemoteRegistry.start`'s error.
 
 The store's registry keeps its commands, its connections and ``resolve``.
 """
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable
+from types import TracebackType
+from typing import TYPE_CHECKING, ClassVar, Final, Self
 
 import attrs
 
 from webhooks._codec import decode_event
-from webhooks._errors import RegistryClosedError
-from webhooks._registry import Registry
+from webhooks._errors import RegistryClosedError, RegistryUnavailableError
+from webhooks._registry import Registry, RegistryStats
 
 if TYPE_CHECKING:
     from asyncsdk import ProcessCompleted
 
-__all__ = ["RemoteWaiters", "Wording"]
+__all__ = ["RemoteRegistry", "Wording"]
 
 _LOCAL_KEEP_FOR: Final = 30.0
 """Seconds an event heard or read is kept in memory (covers a wait racing a read)."""
@@ -76,29 +83,25 @@ class _Backoff:
         self.seconds = min(self.seconds * 2, _MAX_BACKOFF)
 
 
-@attrs.define(eq=False, kw_only=True)
-class RemoteWaiters:
-    """This process's waiters on a shared registry, the task that listens and the one that reads.
+@attrs.define(eq=False, repr=False)
+class RemoteRegistry(abc.ABC):
+    """The waiters of this process on a registry shared through a store; subclassed per store.
 
-    Safe to create outside a running event loop: the tasks start with the first ``wait``, a
-    ``set_healthy(True)`` in a running loop, or ``until_live``.
+    Same API as :class:`~webhooks.Registry`: ``wait`` (the client's ``ResultWaiter``), ``resolve``
+    and ``set_healthy`` (the receiver's sink), ``close`` / ``async with``.  Safe to create outside
+    a running event loop: the tasks start with the first ``wait``, a ``set_healthy(True)`` in a
+    running loop, or ``start``.
     """
 
-    wording: Wording = attrs.field(repr=False)
-    keep_for: float
-    """Seconds the store keeps a result; events are kept here for at most 30 of them."""
-    scope: str
+    _WORDING: ClassVar[Wording]
+    _scope: str = attrs.field(init=False)
     """The prefix or schema, ending the tasks' names."""
-    channel: str
+    _channel: str = attrs.field(init=False)
     """Where results are announced, as the warnings name it."""
-    source: str
+    _source: str = attrs.field(init=False)
     """Where undecodable payloads come from, as their warning names it."""
-    listen: Callable[[Callable[[], None]], Awaitable[None]] = attrs.field(repr=False)
-    """Hold one subscription until it is lost, calling its argument each time it is (re)made."""
-    read: Callable[[list[str]], Awaitable[None]] = attrs.field(repr=False)
-    """Read the stored results of these ids, handing each to :meth:`deliver`."""
-    local: Registry = attrs.field(init=False)
-    """This process's waiters, and the events heard or read lately; :meth:`deliver` feeds it."""
+    _local: Registry = attrs.field(init=False)
+    """This process's waiters, and the events heard or read lately; :meth:`_deliver` feeds it."""
     _tasks: list[asyncio.Task[None]] = attrs.field(factory=list, init=False)
     _live: asyncio.Event | None = attrs.field(default=None, init=False)
     _to_read: set[str] = attrs.field(factory=set, init=False)
@@ -108,43 +111,88 @@ class RemoteWaiters:
     _closed: bool = attrs.field(default=False, init=False)
     _subscriptions: int = attrs.field(default=0, init=False)
 
-    def __attrs_post_init__(self) -> None:
-        self.local = Registry(
-            keep_for=min(_LOCAL_KEEP_FOR, self.keep_for),
+    def _setup(self, *, keep_for: float, scope: str, channel: str, source: str) -> None:
+        """Called by the store's ``__attrs_post_init__`` once its own fields are set."""
+        self._scope, self._channel, self._source = scope, channel, source
+        self._local = Registry(
+            keep_for=min(_LOCAL_KEEP_FOR, keep_for),
             healthy=True,
             on_first_waiter=self._want_read,
         )
 
-    # -- what the registry's public methods do ------------------------------------------------
+    # -- the store's part ---------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def resolve(self, event: ProcessCompleted) -> None:
+        """Store the event under its process id (first wins) and announce it to every instance.
+
+        Raises :class:`~webhooks.RegistryUnavailableError` when the store cannot be reached, so
+        the receiver retries the event later.
+        """
+
+    @abc.abstractmethod
+    async def _listen(self, connected: Callable[[], None]) -> None:
+        """Hold one subscription until it is lost, calling ``connected`` each time it is made."""
+
+    @abc.abstractmethod
+    async def _read(self, ids: list[str]) -> None:
+        """Read the stored results of ``ids``, handing each to :meth:`_deliver`."""
+
+    @abc.abstractmethod
+    async def _release(self) -> None:
+        """Release the store's connections; both tasks have stopped."""
+
+    @abc.abstractmethod
+    def _unreachable(self, timeout: float) -> str:
+        """The message of the error :meth:`start` raises when listening is not live in time."""
+
+    # -- ResultWaiter -------------------------------------------------------------------------
 
     @property
     def healthy(self) -> bool:
-        """Listening is live, the registry open, and this process's receiver has not stopped."""
+        """True while listening is live, the registry open, and no receiver of this process has
+        reported itself stopped (``set_healthy(False)``)."""
         return not self._closed and self._fed and self._live is not None and self._live.is_set()
 
-    async def wait(self, process_id: str, timeout: float | None) -> ProcessCompleted:
+    async def wait(self, process_id: str, *, timeout: float | None = None) -> ProcessCompleted:
+        """Return the event of ``process_id`` as soon as any process resolves it.
+
+        Raises :class:`~asyncsdk.WaitTimeoutError` (a ``TimeoutError``) when ``timeout`` passes
+        first and :class:`~webhooks.RegistryClosedError` when the registry is or gets closed.
+        The store being briefly unreachable does not fail a wait: results are re-read when
+        listening is live again.
+        """
         if self._closed:
             raise RegistryClosedError(
                 f"the registry was closed; cannot wait for process {process_id!r}"
             )
         self._ensure_started()
-        return await self.local.wait(process_id, timeout=timeout)
+        return await self._local.wait(process_id, timeout=timeout)
+
+    # -- sink ---------------------------------------------------------------------------------
 
     def set_healthy(self, healthy: bool) -> None:
+        """Record whether the receiver of this process runs; starts listening if it does."""
         self._fed = bool(healthy)
         if healthy:
             with contextlib.suppress(RuntimeError):  # no running loop: start() or wait() will
                 self._ensure_started()
 
-    def check_can_resolve(self, event: ProcessCompleted) -> None:
+    def _check_can_resolve(self, event: ProcessCompleted) -> None:
         """Raise :class:`RegistryClosedError` if the registry was closed."""
         if self._closed:
             raise RegistryClosedError(
                 f"the registry was closed; cannot publish the event of {event.process_id!r}"
             )
 
-    async def until_live(self, timeout: float) -> bool:
-        """Start listening; False if listening is not live within ``timeout`` seconds."""
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self, *, timeout: float = 10.0) -> None:
+        """Listen now and wait until listening is live.
+
+        Raises :class:`~webhooks.RegistryUnavailableError` (after closing the registry) if the
+        store does not answer within ``timeout`` seconds.
+        """
         if self._closed:
             raise RegistryClosedError("the registry was closed; create a new one")
         live = self._ensure_started()
@@ -152,14 +200,12 @@ class RemoteWaiters:
             async with asyncio.timeout(timeout):
                 await live.wait()
         except TimeoutError:
-            return False
-        return True
+            await self.close()
+            raise RegistryUnavailableError(self._unreachable(timeout)) from None
 
     async def close(self) -> None:
-        """Stop both tasks (waiting a bounded time) and fail the pending waiters; idempotent.
-
-        The store's connections are the registry's to release afterwards.
-        """
+        """Stop listening, fail pending waiters with RegistryClosedError, release connections;
+        idempotent."""
         if self._closed:
             return
         self._closed = True
@@ -170,14 +216,41 @@ class RemoteWaiters:
             # Bounded: a driver call that ignores cancellation must not hang the shutdown.
             _, stuck = await asyncio.wait(tasks, timeout=_CLOSE_TIMEOUT)
             if stuck:
-                self.wording.logger.warning(
-                    "%d %s registry task(s) did not stop in time", len(stuck), self.wording.store
+                self._WORDING.logger.warning(
+                    "%d %s registry task(s) did not stop in time", len(stuck), self._WORDING.store
                 )
-        await self.local.close()
+        await self._local.close()
+        await self._release()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # -- introspection ------------------------------------------------------------------------
 
     @property
     def closed(self) -> bool:
+        """True once :meth:`close` was called."""
         return self._closed
+
+    @property
+    def pending_count(self) -> int:
+        """Coroutines of this process currently inside :meth:`wait`."""
+        return self._local.pending_count
+
+    @property
+    def stats(self) -> RegistryStats:
+        """What this process holds in memory (events heard or read lately are kept a few
+        seconds)."""
+        return self._local.stats
 
     @property
     def subscriptions(self) -> int:
@@ -186,12 +259,12 @@ class RemoteWaiters:
 
     # -- what the store's hooks call ----------------------------------------------------------
 
-    def heard_of(self, process_id: str) -> None:
+    def _heard_of(self, process_id: str) -> None:
         """The store announced a result of ``process_id``: read it if a waiter here wants it."""
-        if self.local.is_pending(process_id):
+        if self._local.is_pending(process_id):
             self._want_read(process_id)
 
-    def deliver(self, payload: object) -> None:
+    def _deliver(self, payload: object) -> None:
         """Wake the waiters of the event stored as ``payload`` (a payload that is not one is
         logged and dropped)."""
         if not isinstance(payload, bytes | str):
@@ -199,9 +272,9 @@ class RemoteWaiters:
         try:
             event = decode_event(payload)
         except Exception:  # anything else in the store: a decode error of any kind
-            self.wording.logger.warning(self.wording.undecodable, self.source, exc_info=True)
+            self._WORDING.logger.warning(self._WORDING.undecodable, self._source, exc_info=True)
             return
-        self.local.resolve_nowait(event)
+        self._local.resolve_nowait(event)
 
     # -- the two tasks ------------------------------------------------------------------------
 
@@ -211,10 +284,10 @@ class RemoteWaiters:
             self._read_wanted = asyncio.Event()
             if self._to_read:
                 self._read_wanted.set()
-            name = self.wording.tasks
+            name = self._WORDING.tasks
             self._tasks = [
-                asyncio.create_task(self._listen(), name=f"{name}-listen {self.scope}"),
-                asyncio.create_task(self._read(), name=f"{name}-read {self.scope}"),
+                asyncio.create_task(self._listen_again(), name=f"{name}-listen {self._scope}"),
+                asyncio.create_task(self._read_batches(), name=f"{name}-read {self._scope}"),
             ]
         return self._live
 
@@ -229,31 +302,31 @@ class RemoteWaiters:
         self._subscriptions += 1
         self._live.set()
         self._listen_backoff.reset()
-        for process_id in self.local.pending_ids():
+        for process_id in self._local.pending_ids():
             self._want_read(process_id)
 
-    async def _listen(self) -> None:
+    async def _listen_again(self) -> None:
         """Listen through the store's hook, and listen again after a pause when it is lost."""
         assert self._live is not None
         backoff = self._listen_backoff
         while True:
             try:
-                await self.listen(self._connected)
+                await self._listen(self._connected)
             except RegistryClosedError:
                 return  # closed while the store's connections were being opened
             except Exception as exc:  # drivers raise many types; all mean "listen again"
                 self._live.clear()
                 # Never live yet, nothing was lost: say so, not "lost".
-                said = self.wording.lost if self._subscriptions else self._not_yet
-                self.wording.logger.warning(said, self.channel, exc, backoff.seconds)
+                said = self._WORDING.lost if self._subscriptions else self._not_yet
+                self._WORDING.logger.warning(said, self._channel, exc, backoff.seconds)
                 await backoff.sleep()
 
     @property
     def _not_yet(self) -> str:
         """The warning when listening fails before it was ever live (arguments as ``lost``)."""
-        return f"cannot listen on %s on {self.wording.store} yet (%r); trying again in %.2f s"
+        return f"cannot listen on %s on {self._WORDING.store} yet (%r); trying again in %.2f s"
 
-    async def _read(self) -> None:
+    async def _read_batches(self) -> None:
         """Read the results of newly pending ids in batches, through the store's hook."""
         assert self._read_wanted is not None
         backoff = _Backoff()
@@ -261,15 +334,15 @@ class RemoteWaiters:
             await self._read_wanted.wait()
             self._read_wanted.clear()
             wanted, self._to_read = self._to_read, set()
-            ids = [pid for pid in wanted if self.local.is_pending(pid)]
+            ids = [pid for pid in wanted if self._local.is_pending(pid)]
             try:
                 if ids:
-                    await self.read(ids)
+                    await self._read(ids)
             except RegistryClosedError:
                 return  # closed while the store's connections were being opened
             except Exception as exc:  # see _listen; the ids are read again after a pause
                 self._to_read.update(ids)
-                self.wording.logger.warning(
+                self._WORDING.logger.warning(
                     "reading results failed (%r); again in %.2f s", exc, backoff.seconds
                 )
                 await backoff.sleep()

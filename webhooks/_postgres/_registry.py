@@ -22,8 +22,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from types import TracebackType
-from typing import TYPE_CHECKING, Final, Self
+from typing import TYPE_CHECKING, ClassVar, Final
 
 import attrs
 
@@ -43,11 +42,8 @@ from webhooks._postgres._connect import (
     translate_errors,
     where,
 )
-from webhooks._registry import (
-    DEFAULT_KEEP_FOR,
-    RegistryStats,
-)
-from webhooks._remote_registry import RemoteWaiters, Wording
+from webhooks._registry import DEFAULT_KEEP_FOR
+from webhooks._remote_registry import RemoteRegistry, Wording
 
 if TYPE_CHECKING:
     import asyncpg
@@ -65,17 +61,10 @@ _CLOSE_TIMEOUT: Final = 5.0
 _PURGE_EVERY: Final = 60.0
 """Seconds between deletions of expired results."""
 _POOL_SIZE: Final = 4
-_WORDING: Final = Wording(
-    logger=logger,
-    tasks="postgres-registry",
-    store="PostgreSQL",
-    lost="listening on %s lost (%r); connecting again in %.2f s",
-    undecodable="ignoring an undecodable result in schema %s",
-)
 
 
 @attrs.define(eq=False, repr=False)
-class PostgresRegistry:
+class PostgresRegistry(RemoteRegistry):
     """A waiter registry shared by every process using the same PostgreSQL database and schema.
 
     Same API as :class:`~webhooks.Registry`: ``wait`` (the client's ``ResultWaiter``), ``resolve``
@@ -100,8 +89,13 @@ class PostgresRegistry:
     """Seconds between checks of the listening connection; one unanswered for that long and the
     connection is dropped and made again."""
     _statements: _sql.RegistrySQL = attrs.field(init=False)
-    _channel: str = attrs.field(init=False)
-    _waiters: RemoteWaiters = attrs.field(init=False)
+    _WORDING: ClassVar[Wording] = Wording(
+        logger=logger,
+        tasks="postgres-registry",
+        store="PostgreSQL",
+        lost="listening on %s lost (%r); connecting again in %.2f s",
+        undecodable="ignoring an undecodable result in schema %s",
+    )
     _pool: asyncpg.Pool | None = attrs.field(default=None, init=False)
     _opening: asyncio.Lock = attrs.field(factory=asyncio.Lock, init=False)
     _next_purge: float = attrs.field(default=0.0, init=False)
@@ -109,43 +103,15 @@ class PostgresRegistry:
     def __attrs_post_init__(self) -> None:
         require_asyncpg()
         self._statements = _sql.RegistrySQL(self.schema)
-        self._channel = _sql.channel(self.schema)
-        self._waiters = RemoteWaiters(
-            wording=_WORDING,
+        self._setup(
             keep_for=self.keep_for,
             scope=self.schema,
-            channel=self._channel,
+            channel=_sql.channel(self.schema),
             source=self.schema,
-            listen=self._listen_once,
-            read=self._read_results,
         )
 
     def __repr__(self) -> str:
         return f"PostgresRegistry({where(self.dsn)!r}, schema={self.schema!r})"
-
-    # -- ResultWaiter -------------------------------------------------------------------------
-
-    @property
-    def healthy(self) -> bool:
-        """True while the listening connection is live, the registry open, and no receiver of
-        this process has reported itself stopped (``set_healthy(False)``)."""
-        return self._waiters.healthy
-
-    async def wait(self, process_id: str, *, timeout: float | None = None) -> ProcessCompleted:
-        """Return the event of ``process_id`` as soon as any process resolves it.
-
-        Raises :class:`~asyncsdk.WaitTimeoutError` (a ``TimeoutError``) when ``timeout`` passes
-        first and :class:`~webhooks.RegistryClosedError` when the registry is or gets closed.
-        The server being briefly unreachable does not fail a wait: results are re-read on
-        reconnect.
-        """
-        return await self._waiters.wait(process_id, timeout)
-
-    # -- sink ---------------------------------------------------------------------------------
-
-    def set_healthy(self, healthy: bool) -> None:
-        """Record whether the receiver of this process runs; starts listening if it does."""
-        self._waiters.set_healthy(healthy)
 
     async def resolve(self, event: ProcessCompleted) -> None:
         """Store the event under its process id (first wins) and notify every instance.
@@ -153,7 +119,7 @@ class PostgresRegistry:
         Raises :class:`RegistryUnavailableError` when the server cannot be reached, so the
         receiver retries the event later.
         """
-        self._waiters.check_can_resolve(event)
+        self._check_can_resolve(event)
         with translate_errors(
             RegistryUnavailableError, RegistryUnavailableError, "registry resolve", self.dsn
         ):
@@ -167,28 +133,17 @@ class PostgresRegistry:
             )
             await self._maybe_purge(pool)
         if stored:
-            self._waiters.local.resolve_nowait(event)  # no need to wait for our own notification
+            self._local.resolve_nowait(event)  # no need to wait for our own notification
 
-    # -- lifecycle ----------------------------------------------------------------------------
+    # -- the store's side ---------------------------------------------------------------------
 
-    async def start(self, *, timeout: float = 10.0) -> None:
-        """Listen now and wait until the listening connection is live.
+    def _unreachable(self, timeout: float) -> str:
+        return (
+            f"could not listen on {self._channel!r} on PostgreSQL at {where(self.dsn)}"
+            f" within {timeout} s; is the server running?"
+        )
 
-        Raises :class:`RegistryUnavailableError` (after closing the registry) if the server does
-        not answer within ``timeout`` seconds.
-        """
-        if not await self._waiters.until_live(timeout):
-            await self.close()
-            raise RegistryUnavailableError(
-                f"could not listen on {self._channel!r} on PostgreSQL at {where(self.dsn)}"
-                f" within {timeout} s; is the server running?"
-            )
-
-    async def close(self) -> None:
-        """Stop listening, fail pending waiters with RegistryClosedError, release connections."""
-        if self._waiters.closed:
-            return
-        await self._waiters.close()
+    async def _release(self) -> None:
         async with self._opening:  # an opening under way finishes first
             pool, self._pool = self._pool, None
         if pool is not None:
@@ -197,46 +152,13 @@ class PostgresRegistry:
             except TimeoutError:
                 pool.terminate()
 
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
-    # -- introspection ------------------------------------------------------------------------
-
-    @property
-    def closed(self) -> bool:
-        return self._waiters.closed
-
-    @property
-    def pending_count(self) -> int:
-        """Coroutines of this process currently inside :meth:`wait`."""
-        return self._waiters.local.pending_count
-
-    @property
-    def stats(self) -> RegistryStats:
-        """What this process holds in memory (events read recently are kept a few seconds)."""
-        return self._waiters.local.stats
-
-    @property
-    def subscriptions(self) -> int:
-        """How many times the listening connection was made (1 + the reconnects so far)."""
-        return self._waiters.subscriptions
-
     # -- background work ----------------------------------------------------------------------
 
     async def _ready_pool(self) -> asyncpg.Pool:
         """The pool for resolves and reads, opened (and the schema made) by the first caller."""
         if self._pool is None:
             async with self._opening:
-                if self._waiters.closed:
+                if self._closed:
                     raise RegistryClosedError("the registry was closed; create a new one")
                 if self._pool is None:
                     pool = await create_pool(self.dsn, max_size=_POOL_SIZE)
@@ -257,9 +179,9 @@ class PostgresRegistry:
     def _notified(self, connection: object, pid: int, channel: str, payload: object) -> None:
         """A notification: the process id of a stored result; read it if someone here waits."""
         if isinstance(payload, str):
-            self._waiters.heard_of(payload)
+            self._heard_of(payload)
 
-    async def _listen_once(self, connected: Callable[[], None]) -> None:
+    async def _listen(self, connected: Callable[[], None]) -> None:
         """The one listening connection: connect, LISTEN, re-read pending ids, keep checking.
 
         Each new connection re-reads every id still waited for, which covers the notifications
@@ -286,9 +208,9 @@ class PostgresRegistry:
             async with asyncio.timeout(self.ping_interval):
                 await conn.fetchval("SELECT 1")
 
-    async def _read_results(self, ids: list[str]) -> None:
+    async def _read(self, ids: list[str]) -> None:
         """Read the results of ``ids`` (one query per chunk)."""
         pool = await self._ready_pool()
         for start in range(0, len(ids), _READ_CHUNK):
             for row in await pool.fetch(self._statements.read, ids[start : start + _READ_CHUNK]):
-                self._waiters.deliver(row[0])
+                self._deliver(row[0])

@@ -19,8 +19,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Iterable
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import attrs
 
@@ -37,8 +36,8 @@ from webhooks._redis._connect import (
     translate_errors,
     where,
 )
-from webhooks._registry import DEFAULT_KEEP_FOR, RegistryStats
-from webhooks._remote_registry import RemoteWaiters, Wording
+from webhooks._registry import DEFAULT_KEEP_FOR
+from webhooks._remote_registry import RemoteRegistry, Wording
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -57,17 +56,10 @@ _PUBSUB_CLOSE_TIMEOUT: Final = 2.0
 """Seconds a subscription gets to close before its connection is dropped without waiting."""
 _CLOSE_TIMEOUT: Final = 5.0
 """Seconds close() waits for its connections to close before moving on."""
-_WORDING: Final = Wording(
-    logger=logger,
-    tasks="redis-registry",
-    store="Redis",
-    lost="subscription to %s lost (%r); subscribing again in %.2f s",
-    undecodable="ignoring an undecodable message on %s",
-)
 
 
 @attrs.define(eq=False, repr=False)
-class RedisRegistry:
+class RedisRegistry(RemoteRegistry):
     """A waiter registry shared by every process using the same Redis server and prefix.
 
     Same API as :class:`~webhooks.Registry`: ``wait`` (the client's ``ResultWaiter``), ``resolve``
@@ -96,8 +88,13 @@ class RedisRegistry:
     _redis: Redis = attrs.field(init=False)
     _resolve_script: AsyncScript = attrs.field(init=False)
     _key_prefix: str = attrs.field(init=False)
-    _channel: str = attrs.field(init=False)
-    _waiters: RemoteWaiters = attrs.field(init=False)
+    _WORDING: ClassVar[Wording] = Wording(
+        logger=logger,
+        tasks="redis-registry",
+        store="Redis",
+        lost="subscription to %s lost (%r); subscribing again in %.2f s",
+        undecodable="ignoring an undecodable message on %s",
+    )
 
     def __repr__(self) -> str:  # host:port/db only: the URL may hold a password
         return f"RedisRegistry({where(self._redis)!r}, prefix={self.prefix!r})"
@@ -107,39 +104,8 @@ class RedisRegistry:
         self._redis = connect(self.url) if self.client is None else self.client
         self._resolve_script = self._redis.register_script(_scripts.RESOLVE)
         self._key_prefix = _scripts.result_key(self.prefix, "")
-        self._channel = _scripts.results_channel(self.prefix)
-        self._waiters = RemoteWaiters(
-            wording=_WORDING,
-            keep_for=self.keep_for,
-            scope=self.prefix,
-            channel=self._channel,
-            source=self._channel,
-            listen=self._subscription,
-            read=self._read_keys,
-        )
-
-    # -- ResultWaiter -------------------------------------------------------------------------
-
-    @property
-    def healthy(self) -> bool:
-        """True while the subscription is live, the registry open, and no receiver of this
-        process has reported itself stopped (``set_healthy(False)``)."""
-        return self._waiters.healthy
-
-    async def wait(self, process_id: str, *, timeout: float | None = None) -> ProcessCompleted:
-        """Return the event of ``process_id`` as soon as any process resolves it.
-
-        Raises :class:`~asyncsdk.WaitTimeoutError` (a ``TimeoutError``) when ``timeout`` passes
-        first and :class:`~webhooks.RegistryClosedError` when the registry is or gets closed.
-        Redis being briefly unreachable does not fail a wait: results are re-read on reconnect.
-        """
-        return await self._waiters.wait(process_id, timeout)
-
-    # -- sink ---------------------------------------------------------------------------------
-
-    def set_healthy(self, healthy: bool) -> None:
-        """Record whether the receiver of this process runs; starts listening if it does."""
-        self._waiters.set_healthy(healthy)
+        channel = _scripts.results_channel(self.prefix)
+        self._setup(keep_for=self.keep_for, scope=self.prefix, channel=channel, source=channel)
 
     async def resolve(self, event: ProcessCompleted) -> None:
         """Store the event under its process id (first wins), then publish it to every instance.
@@ -147,7 +113,7 @@ class RedisRegistry:
         Raises :class:`RegistryUnavailableError` when Redis cannot be reached, so the receiver
         retries the event later.
         """
-        self._waiters.check_can_resolve(event)
+        self._check_can_resolve(event)
         payload = encode_event(event)
         with translate_errors(
             RegistryUnavailableError, RegistryUnavailableError, "registry resolve", self._redis
@@ -157,70 +123,24 @@ class RedisRegistry:
                 args=[payload, max(1, round(self.keep_for * 1000)), self._channel],
             )
         if stored:
-            self._waiters.local.resolve_nowait(event)  # no need to wait for our own echo
+            self._local.resolve_nowait(event)  # no need to wait for our own echo
 
-    # -- lifecycle ----------------------------------------------------------------------------
+    # -- the store's side of listening and reading ----------------------------------------------
 
-    async def start(self, *, timeout: float = 10.0) -> None:
-        """Subscribe now and wait until the subscription is live.
+    def _unreachable(self, timeout: float) -> str:
+        return (
+            f"could not subscribe to {self._channel!r} on Redis at {where(self._redis)}"
+            f" within {timeout} s; is the server running?"
+        )
 
-        Raises :class:`RegistryUnavailableError` (after closing the registry) if Redis does not
-        answer within ``timeout`` seconds.
-        """
-        if not await self._waiters.until_live(timeout):
-            await self.close()
-            raise RegistryUnavailableError(
-                f"could not subscribe to {self._channel!r} on Redis at {where(self._redis)}"
-                f" within {timeout} s; is the server running?"
-            )
-
-    async def close(self) -> None:
-        """Stop listening, fail pending waiters with RegistryClosedError, release connections."""
-        if self._waiters.closed:
-            return
-        await self._waiters.close()
+    async def _release(self) -> None:
         if self.client is None:
             try:
                 await asyncio.wait_for(self._redis.aclose(), timeout=_CLOSE_TIMEOUT)
             except TimeoutError:
                 logger.warning("Redis connections did not close within %s s", _CLOSE_TIMEOUT)
 
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
-    # -- introspection ------------------------------------------------------------------------
-
-    @property
-    def closed(self) -> bool:
-        return self._waiters.closed
-
-    @property
-    def pending_count(self) -> int:
-        """Coroutines of this process currently inside :meth:`wait`."""
-        return self._waiters.local.pending_count
-
-    @property
-    def stats(self) -> RegistryStats:
-        """What this process holds in memory (events heard recently are kept a few seconds)."""
-        return self._waiters.local.stats
-
-    @property
-    def subscriptions(self) -> int:
-        """How many times the subscription was made (1 + the reconnects so far)."""
-        return self._waiters.subscriptions
-
-    # -- the store's side of listening and reading ---------------------------------------------
-
-    async def _subscription(self, connected: Callable[[], None]) -> None:
+    async def _listen(self, connected: Callable[[], None]) -> None:
         """The one subscription: deliver messages; each (re)subscribe re-reads pending ids.
 
         redis-py reconnects and resubscribes by itself after a dropped connection; each new
@@ -242,19 +162,19 @@ class RedisRegistry:
                 heard = now
                 kind = message.get("type")
                 if kind == "message":
-                    self._waiters.deliver(message.get("data"))
+                    self._deliver(message.get("data"))
                 elif kind == "subscribe":
                     connected()
         finally:
             await _close_pubsub(pubsub)
 
-    async def _read_keys(self, ids: list[str]) -> None:
+    async def _read(self, ids: list[str]) -> None:
         """Read the result keys of ``ids`` (one MGET per chunk)."""
         for chunk in _chunks(ids, _READ_CHUNK):
             values = await self._redis.mget([self._key_prefix + pid for pid in chunk])
             for value in values:
                 if value is not None:
-                    self._waiters.deliver(value)
+                    self._deliver(value)
 
 
 def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
