@@ -213,6 +213,7 @@ class PostgresRegistry:
 
     @property
     def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
         return self._waiters.closed
 
     @property

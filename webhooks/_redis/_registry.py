@@ -201,6 +201,7 @@ class RedisRegistry:
 
     @property
     def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
         return self._waiters.closed
 
     @property
