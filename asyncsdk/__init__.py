@@ -90,7 +90,7 @@ from asyncsdk._models import (
 )
 from asyncsdk._protocol.convert import structure
 from asyncsdk._protocol.retry import RetryPolicy
-from asyncsdk._resources import ResultWaiter
+from asyncsdk._resources import V1, Orders, Processes, Projects, ResultWaiter, Tools
 from asyncsdk._settings import ClientSettings, Timeout
 from asyncsdk._telemetry import PROCESS_ID_ATTRIBUTE, ClientTelemetry
 from asyncsdk._uploads import ACCEPTED_EXTENSIONS, MAX_UPLOAD_BYTES, Upload, UploadSource
@@ -102,6 +102,7 @@ __all__ = [
     "MAX_UPLOAD_BYTES",
     "PROCESS_ID_ATTRIBUTE",
     "REMOVE_BLUE",
+    "V1",
     "V1_ENDPOINTS",
     "APIConnectionError",
     "APIDecodeError",
@@ -133,6 +134,7 @@ __all__ = [
     "Order",
     "OrderProcess",
     "OrderStatus",
+    "Orders",
     "Page",
     "Pagination",
     "PermissionDeniedError",
@@ -141,7 +143,9 @@ __all__ = [
     "ProcessCompleted",
     "ProcessFailedError",
     "ProcessStatus",
+    "Processes",
     "Project",
+    "Projects",
     "RateLimitError",
     "ResultAsset",
     "ResultTooLargeError",
@@ -152,6 +156,7 @@ __all__ = [
     "Timeout",
     "Tool",
     "ToolSlug",
+    "Tools",
     "UnknownItemError",
     "UnknownToolError",
     "UnknownWidgetError",

@@ -263,6 +263,7 @@ class WebhookReceiver(OneCallSetup):
         tools: frozenset[str] | None = None,
         atomic: bool = False,
     ) -> None:
+        """Register ``func`` as :meth:`on_completed` does, without a decorator."""
         self.handlers.append(
             handler_spec(func, inbox=self.inbox, statuses=statuses, tools=tools, atomic=atomic)
         )
@@ -346,6 +347,7 @@ class WebhookReceiver(OneCallSetup):
 
     @property
     def running(self) -> bool:
+        """Whether the receiver is started and not stopping: deliveries are accepted."""
         return self._life.state == "running"
 
     # -- dead letters -------------------------------------------------------------------

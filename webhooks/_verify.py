@@ -58,6 +58,7 @@ class NoVerification:
         return ()
 
     def verify(self, delivery: Delivery) -> Rejection | None:
+        """``None`` to accept ``delivery``, or the :class:`Rejection` to answer it with."""
         return None
 
 
@@ -127,6 +128,7 @@ class TokenVerifier:
         return self._path_tokens
 
     def verify(self, delivery: Delivery) -> Rejection | None:
+        """``None`` to accept ``delivery``, or the :class:`Rejection` to answer it with."""
         candidates: list[str] = []
         if self.in_path and TOKEN_PARAM in delivery.path_params:
             candidates.append(delivery.path_params[TOKEN_PARAM])
@@ -225,6 +227,7 @@ class StandardWebhooksVerifier:
         return ()
 
     def verify(self, delivery: Delivery) -> Rejection | None:
+        """``None`` to accept ``delivery``, or the :class:`Rejection` to answer it with."""
         headers = delivery.headers
         missing = [
             name
