@@ -63,7 +63,13 @@ from asyncsdk._errors import (
     WaitTimeoutError,
 )
 from asyncsdk._limits import GenerationLimit
-from asyncsdk._masks import REMOVE_BLUE, check_mask, convert_white_mask, mask_from_shapes
+from asyncsdk._masks import (
+    REMOVE_BLUE,
+    check_image_size,
+    check_mask,
+    convert_white_mask,
+    mask_from_shapes,
+)
 from asyncsdk._models import (
     Asset,
     AssetRole,
@@ -175,6 +181,7 @@ __all__ = [
     "WidgetSelection",
     "WidgetsArg",
     "__version__",
+    "check_image_size",
     "check_mask",
     "convert_white_mask",
     "mask_from_shapes",

@@ -87,6 +87,7 @@ PUBLIC = {
     "WidgetSelection",
     "WidgetsArg",
     # masks
+    "check_image_size",
     "check_mask",
     "convert_white_mask",
     "mask_from_shapes",
