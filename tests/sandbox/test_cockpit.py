@@ -139,3 +139,32 @@ async def test_the_page_is_not_counted_among_the_services_requests() -> None:
                     assert image.status == 200
                     assert image.content_type == "image/jpeg"
         assert dict(sb.stats.requests) == before
+
+
+async def test_a_receivers_answer_is_shown_as_text_never_run() -> None:
+    hostile = '<img src=x onerror="document.title=1"><script>alert(1)</script>'
+
+    async def hook(request: web.Request) -> web.Response:
+        await request.read()
+        return web.Response(status=500, text=hostile, content_type="text/html")
+
+    app = web.Application()
+    app.router.add_post("/hooks/{token}", hook)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    url = f"http://127.0.0.1:{runner.addresses[0][1]}/hooks/{TOKEN}"
+    try:
+        config = SandboxConfig(webhook_urls=(url,), webhook_max_attempts=1)
+        async with Sandbox(config) as sb:
+            async with sb.client() as client:
+                await client.run(asyncsdk.ToolSlug.DAY_TO_DUSK, samples.path("exterior.jpg"))
+            await sb.wait_idle()
+            async with aiohttp.ClientSession() as http, http.get(f"{sb.base_url}/_sandbox/") as r:
+                text = await r.text()
+    finally:
+        await runner.cleanup()
+    assert "HTTP 500" in text
+    assert "&lt;img src=x onerror=&quot;document.title=1&quot;&gt;&lt;script&gt;" in text
+    assert hostile not in text
