@@ -75,7 +75,7 @@ def failure_line(delivery: Delivery, attempt: Attempt, max_attempts: int) -> str
     else:
         what = attempt.error
     if attempt.retry_in is None:
-        after = f"giving up after {attempt.number} attempts"
+        after = f"giving up after {attempt.number} attempt{'' if attempt.number == 1 else 's'}"
     else:
         at = (utc_now() + timedelta(seconds=attempt.retry_in)).strftime("%H:%M:%S")
         after = f"next try in {attempt.retry_in:g} s (at {at} UTC)"
@@ -100,6 +100,23 @@ async def _post(
             return response.status, answer[:ANSWER_LIMIT].decode("utf-8", "replace"), ""
     except TimeoutError:
         return None, "", f"no answer within {config.webhook_timeout} s"
+    except aiohttp.ClientSSLError as exc:  # before its base class ClientConnectorError
+        parsed = URL(url)
+        plain = mask_url(str(parsed.with_scheme("http").with_port(parsed.port)))
+        return (
+            None,
+            "",
+            f"no TLS answer ({exc.os_error}): if the receiver is plain http, write {plain}",
+        )
+    except aiohttp.ClientConnectorError as exc:
+        where = f"{exc.host}:{exc.port}"
+        if isinstance(exc.os_error, ConnectionRefusedError):
+            return (
+                None,
+                "",
+                f"connection refused: nothing listens on {where}; is the receiver running?",
+            )
+        return None, "", f"cannot connect to {where}: {exc.os_error.strerror or exc.os_error}"
     except aiohttp.ClientError as exc:
         return None, "", f"{type(exc).__name__}: {exc}"
 

@@ -136,12 +136,34 @@ async def test_a_refused_connection_is_told_with_the_error(
         delivery = sb.stats.deliveries[0]
     lines = failure_lines(caplog)
     assert len(lines) == 2
-    assert lines[0].startswith("webhook delivery failed: ClientConnectorError")
-    assert f"from http://127.0.0.1:{port}/hooks/s3cr*** " in lines[0]
+    assert lines[0].startswith(
+        f"webhook delivery failed: connection refused: nothing listens on 127.0.0.1:{port}; "
+        f"is the receiver running? from http://127.0.0.1:{port}/hooks/s3cr*** "
+    )
     assert lines[1].endswith("giving up after 2 attempts")
     assert [a.status for a in delivery.history] == [None, None]
     assert delivery.finished
     assert not delivery.delivered
+
+
+async def test_https_to_a_plain_http_receiver_is_told_with_the_url_to_write(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="asyncsdk.sandbox")
+    async with receiver() as base:
+        https = base.replace("http://", "https://")
+        config = SandboxConfig(webhook_urls=(f"{https}/hooks/{TOKEN}",), webhook_max_attempts=1)
+        async with Sandbox(config) as sb, sb.client() as client:
+            await client.run(asyncsdk.ToolSlug.DAY_TO_DUSK, samples.path("exterior.jpg"))
+            await sb.wait_idle()
+    [line] = failure_lines(caplog)
+    assert line.startswith("webhook delivery failed: no TLS answer (")
+    assert (
+        f"if the receiver is plain http, write {base}/hooks/s3cr*** from {https}/hooks/s3cr***"
+        in line
+    )
+    assert TOKEN not in line
+    assert line.endswith("giving up after 1 attempt")
 
 
 async def line_with(stream: asyncio.StreamReader | None, text: str) -> str:
