@@ -11,7 +11,7 @@ chaos rules of the service's routes.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from html import escape
 from typing import Final
 
@@ -62,7 +62,7 @@ img.thumb { height: 72px; border-radius: 3px; display: block; }
   flex-wrap: wrap; align-items: baseline; }
 .delivery table { margin-top: 4px; table-layout: fixed; }
 .delivery th:nth-child(1) { width: 2em; }
-.delivery th:nth-child(2) { width: 15em; }
+.delivery th:nth-child(2) { width: 8em; }
 .delivery th:nth-child(3) { width: 6em; }
 .delivery th:nth-child(5) { width: 11em; }
 header a { color: #cfe0ff; }
@@ -188,13 +188,17 @@ def _next(attempt: Attempt, delivery: Delivery) -> str:
         return "delivered"
     if attempt.retry_in is None:
         return "gave up" if delivery.finished else ""
+    if attempt is delivery.history[-1] and not delivery.finished:
+        sent = datetime.strptime(attempt.at, "%Y-%m-%dT%H:%M:%S.%fZ")
+        return f"next try at {(sent + timedelta(seconds=attempt.retry_in)):%H:%M:%S}"
     return f"retried after {attempt.retry_in:g} s"
 
 
 def _delivery(delivery: Delivery, max_attempts: int) -> str:
     kind, words = _state(delivery)
     rows = "".join(
-        f"<tr><td>{a.number}</td><td>{escape(a.at)}</td><td>{a.duration_ms:g} ms</td>"
+        f'<tr><td>{a.number}</td><td title="{escape(a.at)}">{escape(a.at[11:23])}</td>'
+        f"<td>{a.duration_ms:g} ms</td>"
         f"<td>{_answer(a)}</td><td>{escape(_next(a, delivery))}</td></tr>"
         for a in delivery.history
     )

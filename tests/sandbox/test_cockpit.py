@@ -4,8 +4,10 @@ with the receiver's answer to each attempt.  And the same facts as plain HTTP se
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import aiohttp
@@ -168,3 +170,24 @@ async def test_a_receivers_answer_is_shown_as_text_never_run() -> None:
     assert "HTTP 500" in text
     assert "&lt;img src=x onerror=&quot;document.title=1&quot;&gt;&lt;script&gt;" in text
     assert hostile not in text
+
+
+async def test_a_delivery_still_retrying_shows_when_it_is_tried_next() -> None:
+    async with receiver() as base:
+        config = SandboxConfig(
+            webhook_urls=(f"{base}/hooks/{WRONG}",), webhook_retry_base=60, webhook_max_attempts=3
+        )
+        async with Sandbox(config) as sb:
+            async with sb.client() as client:
+                await client.run(asyncsdk.ToolSlug.DAY_TO_DUSK, samples.path("exterior.jpg"))
+            async with asyncio.timeout(10):
+                # The first attempt is recorded by the sandbox once the answer is read.
+                while not sb.stats.deliveries or not sb.stats.deliveries[0].history:  # noqa: ASYNC110
+                    await asyncio.sleep(0.01)
+            async with aiohttp.ClientSession() as http, http.get(f"{sb.base_url}/_sandbox/") as r:
+                text = await r.text()
+            sent = sb.stats.deliveries[0].history[0].at
+    retry = datetime.strptime(sent, "%Y-%m-%dT%H:%M:%S.%fZ") + timedelta(seconds=60)
+    assert 'data-state="retrying"' in text
+    assert "1 of 3 attempts" in text
+    assert f"next try at {retry:%H:%M:%S}" in text
