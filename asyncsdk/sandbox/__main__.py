@@ -12,7 +12,6 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
 
 from asyncsdk import ConfigurationError
 from asyncsdk.sandbox._config import SandboxConfig, check_webhook_url
@@ -126,22 +125,23 @@ def start_failure(exc: OSError, args: argparse.Namespace) -> str:
 
 
 @contextlib.contextmanager
-def console_log(stream: TextIO | None = None) -> Iterator[None]:
-    """Tell the sandbox's warnings (each failed webhook delivery attempt) on ``stream`` (stderr),
-    one line each behind the UTC time, while the block runs."""
+def console_log() -> Iterator[None]:
+    """Tell the sandbox's warnings (each failed webhook delivery attempt) on stderr, one line
+    each behind the UTC time, while the block runs."""
     logger = logging.getLogger("asyncsdk.sandbox")
-    handler = logging.StreamHandler(stream or sys.stderr)
+    handler = logging.StreamHandler(sys.stderr)
     formatter = logging.Formatter("%(asctime)s UTC %(message)s", datefmt="%H:%M:%S")
     formatter.converter = time.gmtime
     handler.setFormatter(formatter)
-    handler.setLevel(logging.WARNING)
+    level = logger.level
     logger.addHandler(handler)
-    if logger.level == logging.NOTSET or logger.level > logging.WARNING:
+    if level == logging.NOTSET or level > logging.WARNING:
         logger.setLevel(logging.WARNING)
     try:
         yield
     finally:
         logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 async def _serve_until_signalled(args: argparse.Namespace) -> None:
