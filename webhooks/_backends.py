@@ -52,6 +52,10 @@ class RedisBackend:
     claim_timeout: float = attrs.field(default=DEFAULT_CLAIM_TIMEOUT, kw_only=True)
     retention: float = attrs.field(default=DEFAULT_DEDUP_RETENTION, kw_only=True)
     keep_for: float = attrs.field(default=DEFAULT_KEEP_FOR, kw_only=True)
+    durability: str = attrs.field(default="relaxed", kw_only=True)
+    """The inbox's: ``"relaxed"`` or ``"strict"`` (see :class:`~webhooks.RedisInbox`)."""
+    replicas: int = attrs.field(default=0, kw_only=True)
+    replica_timeout: float = attrs.field(default=1.0, kw_only=True)
     inbox: RedisInbox = attrs.field(init=False)
     registry: RedisRegistry = attrs.field(init=False)
     _client: Redis = attrs.field(init=False)
@@ -65,6 +69,9 @@ class RedisBackend:
             prefix=self.prefix,
             claim_timeout=self.claim_timeout,
             retention=self.retention,
+            durability=self.durability,
+            replicas=self.replicas,
+            replica_timeout=self.replica_timeout,
         )
         self._client = connect(self.url)
         # The inbox checked url and prefix; the registry shares one pool with nothing to close.

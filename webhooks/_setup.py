@@ -61,12 +61,21 @@ class OneCallSetup:
         handler: Callable[..., Awaitable[None]] | None = None,
         prefix: str = DEFAULT_PREFIX,
         claim_timeout: float = DEFAULT_CLAIM_TIMEOUT,
+        durability: str = "relaxed",
+        replicas: int = 0,
         **options: Any,
     ) -> Self:
         """One node of a group sharing Redis at ``url`` under ``prefix``: a
         :class:`~webhooks.RedisBackend`'s inbox and registry (``receiver.registry``, to wait on),
-        closed when the receiver stops."""
-        backend = RedisBackend(url, prefix=prefix, claim_timeout=claim_timeout)
+        closed when the receiver stops.  ``durability="strict"`` answers 2xx only once the
+        delivery is on disk (or on ``replicas`` replicas): see :class:`~webhooks.RedisInbox`."""
+        backend = RedisBackend(
+            url,
+            prefix=prefix,
+            claim_timeout=claim_timeout,
+            durability=durability,
+            replicas=replicas,
+        )
         return cls.from_backend(backend, verifier=verifier, handler=handler, **options)
 
     @classmethod

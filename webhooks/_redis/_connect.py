@@ -10,10 +10,11 @@ import contextlib
 import importlib
 import math
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from asyncsdk import ConfigurationError
 from webhooks._checks import host_port, shown_url, url_scheme
+from webhooks._redis._durability import Persistence
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -23,6 +24,7 @@ __all__ = [
     "DEFAULT_REDIS_URL",
     "check_prefix",
     "connect",
+    "read_persistence",
     "require_redis",
     "translate_errors",
     "where",
@@ -109,3 +111,34 @@ def translate_errors(
 def whole_seconds(seconds: float) -> int:
     """Seconds as Redis' EXPIRE takes them: a whole number, at least 1."""
     return max(1, math.ceil(seconds))
+
+
+async def read_persistence(client: Redis) -> Persistence:
+    """The server's persistence: ``INFO`` (server, replication, persistence) and ``CONFIG GET``,
+    which a managed Redis may refuse (the reason is kept; ``INFO`` still tells ``appendonly``).
+    Errors reaching the server are redis-py's: the caller translates them."""
+    import redis.exceptions
+
+    info: dict[str, object] = {}
+    refused: str | None = None
+    for section in ("server", "replication", "persistence"):
+        try:
+            info.update(await client.info(section))
+        except redis.exceptions.ResponseError as exc:
+            refused = f"INFO {section}: {exc}"
+    config: dict[Any, Any] = {}
+    try:
+        for name in ("appendonly", "appendfsync", "save"):
+            config.update(await client.config_get(name))
+    except redis.exceptions.ResponseError as exc:
+        return Persistence.read(info, None, str(exc))
+    return Persistence.read(info, _decoded(config), refused)
+
+
+def _decoded(config: dict[Any, Any]) -> dict[str, object]:
+    return {
+        (k.decode() if isinstance(k, bytes) else str(k)): (
+            v.decode() if isinstance(v, bytes) else v
+        )
+        for k, v in config.items()
+    }
