@@ -178,6 +178,51 @@ async def test_strict_mode_answers_2xx_only_once_the_write_is_in_the_append_only
             assert await sent(client, pid) == "duplicate", pid
 
 
+async def test_a_strict_put_before_any_check_is_refused_and_stores_nothing(
+    own_redis: OwnRedis,
+) -> None:
+    """Without the receiver's start (``check()``), the first put reads the server first."""
+    inbox = RedisInbox(own_redis.url, prefix=PREFIX, durability="strict")
+    try:
+        with pytest.raises(ConfigurationError, match="CONFIG SET appendfsync always"):
+            await inbox.put(event("p-1"), b"{}")
+        assert (await inbox.stats()).depth == 0
+        admin = redis.asyncio.Redis.from_url(own_redis.url)
+        await admin.config_set("appendfsync", "always")
+        await admin.aclose()
+        assert await inbox.put(event("p-1"), b"{}") is True  # read again, accepted now
+        assert (await inbox.stats()).depth == 1
+    finally:
+        await inbox.close()
+
+
+@pytest.mark.parametrize("own_redis", ["always"], indirect=True)
+async def test_strict_mode_stops_answering_2xx_when_the_server_stops_fsyncing_each_write(
+    own_redis: OwnRedis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A ``CONFIG SET`` after the start (or a restart with another redis.conf) does not weaken
+    the promise unseen: the deliveries are answered 503 until the server fsyncs again."""
+    receiver = strict_receiver(own_redis.url)
+    admin = redis.asyncio.Redis.from_url(own_redis.url)
+    try:
+        async with serve(receiver) as client:
+            assert await sent(client, "before") == "accepted"
+            await admin.config_set("appendfsync", "everysec")
+            weak = await client.post(HOOK, data=encode(payload("during")), headers=JSON)
+            assert weak.status == 503
+            (line,) = [
+                r.getMessage() for r in caplog.records if "no longer fsyncs" in r.getMessage()
+            ]
+            assert "(appendfsync everysec, appendonly yes): run `CONFIG SET appendonly yes`" in line
+            assert "`CONFIG SET appendfsync always`" in line
+            await admin.config_set("appendfsync", "always")
+            # The sender's retry is answered now, as stored once (the write made while the
+            # server did not fsync is on disk with the next fsync, before this answer).
+            assert await sent(client, "during") == "duplicate"
+    finally:
+        await admin.aclose()
+
+
 async def sent(client: TestClient[web.Request, web.Application], pid: str) -> str:
     """Deliver ``pid`` as the service does, again after each 503; the 2xx answer's status."""
 
@@ -335,7 +380,7 @@ def test_on_redis_7_2_strict_mode_waits_for_the_fsync_with_waitaof() -> None:
         version="7.2.4", appendonly="yes", appendfsync="everysec", save="", replicas=0
     )
     step = strict_step(everysec, replicas=0, timeout=1.0, where="h:1/0")
-    assert step.command == ("WAITAOF", 1, 0, 1000)
+    assert step.command == ("WAITAOF", 1, 0, 1000)  # on 7.0, the same settings are refused
     assert step.failure([1, 0]) is None
     assert step.failure([0, 0]) == "the write was not fsynced within 1 s (WAITAOF answered [0, 0])"
     on_70 = attrs.evolve(everysec, version="7.0.15")

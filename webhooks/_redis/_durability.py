@@ -132,9 +132,11 @@ def crash_loss(persistence: Persistence) -> str:
 
 @attrs.frozen
 class StrictStep:
-    """How a strict put becomes durable before its answer: ``command`` sent after the puts in
-    the same pipeline (on the same connection), or nothing (``command`` empty) when the server
-    fsyncs every write before it answers."""
+    """How a strict put becomes durable before its answer: ``command``, sent after the puts of
+    each pipeline on the same connection, waits for the replicas or the fsync (``WAIT``,
+    ``WAITAOF``), or checks that the server that ran them still fsyncs each write before it
+    answers (``CONFIG GET``): a restart with another ``redis.conf`` or a ``CONFIG SET`` since the
+    start fails the puts instead of answering them 2xx."""
 
     command: tuple[str | int, ...]
     replicas: int
@@ -146,6 +148,16 @@ class StrictStep:
         """Why ``reply`` (to ``command``) does not confirm the writes before it, or ``None``."""
         if isinstance(reply, BaseException):
             return f"{self.command[0]} failed: {reply}"
+        if self.command[0] == "CONFIG":
+            settings = _settings(reply)
+            if settings.get("appendonly") == "yes" and settings.get("appendfsync") == "always":
+                return None
+            now = ", ".join(f"{k} {v}" for k, v in sorted(settings.items()))
+            return (
+                f"the server no longer fsyncs each write before it answers ({now}): run"
+                " `CONFIG SET appendonly yes` and `CONFIG SET appendfsync always` on it (and set"
+                " the same in its redis.conf)"
+            )
         if self.command[0] == "WAIT":
             if isinstance(reply, int) and reply >= self.replicas:
                 return None
@@ -156,6 +168,17 @@ class StrictStep:
         if isinstance(reply, list) and len(reply) == 2 and int(reply[0]) >= 1:
             return None
         return f"the write was not fsynced within {self.timeout:g} s (WAITAOF answered {reply!r})"
+
+
+def _settings(reply: object) -> dict[str, str]:
+    """``CONFIG GET``'s reply (a flat list, or the mapping redis-py may make of it) as text."""
+    if isinstance(reply, Mapping):
+        pairs = list(reply.items())
+    elif isinstance(reply, list):
+        pairs = list(zip(reply[::2], reply[1::2], strict=False))
+    else:
+        return {}
+    return {str(_text(k)): str(_text(v)) for k, v in pairs}
 
 
 def strict_step(persistence: Persistence, replicas: int, timeout: float, where: str) -> StrictStep:
@@ -171,7 +194,12 @@ def strict_step(persistence: Persistence, replicas: int, timeout: float, where: 
         )
     p = persistence
     if p.appendonly == "yes" and p.appendfsync == "always":
-        return StrictStep((), 0, timeout, "each write is fsynced before Redis answers it")
+        return StrictStep(
+            ("CONFIG", "GET", "appendonly", "appendfsync"),
+            0,
+            timeout,
+            "each write is fsynced before Redis answers it",
+        )
     waitaof = p.version_tuple >= _WAITAOF_SINCE
     if p.appendonly == "yes" and waitaof:
         return StrictStep(

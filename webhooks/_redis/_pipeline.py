@@ -3,9 +3,9 @@
 Calls queued while a pipeline is on the wire (or in the same turn of the event loop) go out
 together in the next one; each script still runs atomically on its own, and each caller gets its
 own script's reply (or error).  A server that lost the scripts (a restart) gets them loaded again
-and the calls it refused are sent once more.  With a strict step (``WAIT`` or ``WAITAOF``), a
-pipeline holding puts ends with it, on the same connection, and the puts are answered only once it
-confirms them.
+and the calls it refused are sent once more.  With a strict step (``WAIT``, ``WAITAOF`` or the
+check of ``appendfsync always``), a pipeline holding puts ends with it, on the same connection,
+and the puts are answered only once it confirms them.
 """
 
 from __future__ import annotations

@@ -76,8 +76,6 @@ _PRUNE_EVERY: Final = 60.0
 """Seconds between sweeps of consumers that hold nothing (crashed or renamed workers)."""
 _PRUNE_IDLE: Final = 3600.0
 """A consumer idle this long and holding nothing is dropped from the group."""
-_RECHECK_EVERY: Final = 60.0
-"""Seconds between reads of the server's persistence in strict mode (a CONFIG SET may weaken it)."""
 _MAX_REPLICA_TIMEOUT: Final = 5.0
 """Longest ``replica_timeout``: well within the socket timeout of the inbox's connections."""
 
@@ -134,10 +132,12 @@ class RedisInbox:
         Once the write is on disk or on replicas: with ``replicas=N`` (N > 0), each pipeline of
         puts is followed by ``WAIT N`` (``replica_timeout`` seconds at most, else the put fails and
         the sender is answered 503); otherwise the server must run ``appendonly yes`` with
-        ``appendfsync always`` (it fsyncs each write before answering), or be Redis 7.2+, where
-        ``WAITAOF`` waits for the fsync.  Checked at start (``check()``, which the receiver calls)
-        and every minute: a server that cannot promise it is refused with
-        :class:`~asyncsdk.ConfigurationError` naming the fix.
+        ``appendfsync always`` (it fsyncs each write before answering; each pipeline of puts ends
+        with a ``CONFIG GET`` that checks it still does), or be Redis 7.2+, where ``WAITAOF``
+        waits for the fsync.  Checked at start (``check()``, which the receiver calls): a server
+        that cannot promise it is refused with :class:`~asyncsdk.ConfigurationError` naming the
+        fix; one that stops promising it later (a ``CONFIG SET``, a restart with another
+        ``redis.conf``) fails the puts, which the sender is answered 503 for.
     """
 
     url: str = DEFAULT_REDIS_URL
@@ -172,10 +172,7 @@ class RedisInbox:
     _announced: bool = attrs.field(default=False, init=False)
     _step: StrictStep | None = attrs.field(default=None, init=False)
     """Strict mode: how each put becomes durable on this server, once read."""
-    _refusal: ConfigurationError | None = attrs.field(default=None, init=False)
-    """Strict mode: why the server no longer promises it (a re-read found it weakened)."""
     _planning: asyncio.Task[StrictStep] | None = attrs.field(default=None, init=False)
-    _next_recheck: float = attrs.field(default=0.0, init=False)
     _tasks: set[asyncio.Task[None]] = attrs.field(factory=set, init=False)
 
     def __repr__(self) -> str:  # host:port/db only: the URL may hold a password
@@ -232,7 +229,7 @@ class RedisInbox:
         self._check_open()
         loop = asyncio.get_running_loop()
         answer: asyncio.Future[T] = loop.create_future()
-        if self.durability == RELAXED or (self._step is not None and self._refusal is None):
+        if self.durability == RELAXED or self._step is not None:
             script = self._pipeline.queue(name, keys, args)
             script.add_done_callback(functools.partial(self._pass_on, answer, read))
         else:
@@ -251,8 +248,6 @@ class RedisInbox:
     ) -> None:
         try:
             await self._strict_step()
-            if self._refusal is not None:
-                raise self._refusal
         except Exception as exc:
             if not answer.done():
                 answer.set_exception(exc)
@@ -339,8 +334,6 @@ class RedisInbox:
         if limit == 0:
             return []
         await self._maybe_prune()
-        if self.durability == STRICT:
-            await self._maybe_recheck()
         if self._high_water:  # in the same round trip as the claim
             known = self._high_water
             mark = self._queued("HIGH_WATER", self._keys.keys, [known])
@@ -564,30 +557,8 @@ class RedisInbox:
         return step
 
     def _use(self, step: StrictStep) -> None:
-        self._step, self._refusal = step, None
-        self._pipeline.after_puts = step if step.command else None
-
-    async def _maybe_recheck(self) -> None:
-        """Strict mode: read the server's persistence again every minute; while it no longer
-        promises strict durability, puts fail (the sender is answered 503 and retries)."""
-        now = asyncio.get_running_loop().time()
-        if now < self._next_recheck or self._step is None:
-            return
-        self._next_recheck = now + _RECHECK_EVERY
-        try:
-            persistence = await self._persistence()
-        except InboxError:
-            return  # unreachable: the claim says so
-        try:
-            step = strict_step(persistence, self.replicas, self.replica_timeout, where(self._redis))
-        except ConfigurationError as exc:
-            if self._refusal is None:
-                logger.error("webhook inbox: no more puts are answered: %s", exc)
-            self._refusal = exc
-            return
-        if self._refusal is not None:
-            logger.info(start_line(persistence, where(self._redis), STRICT, step))
-        self._use(step)
+        self._step = step
+        self._pipeline.after_puts = step
 
     def _noted(self, known: int, reply: asyncio.Future[Any]) -> None:
         """A HIGH_WATER script's reply ``{seq, lost}`` noted (an error is the claim's too)."""
