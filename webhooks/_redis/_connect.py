@@ -114,25 +114,34 @@ def whole_seconds(seconds: float) -> int:
 
 
 async def read_persistence(client: Redis) -> Persistence:
-    """The server's persistence: ``INFO`` (server, replication, persistence) and ``CONFIG GET``,
-    which a managed Redis may refuse (the reason is kept; ``INFO`` still tells ``appendonly``).
-    Errors reaching the server are redis-py's: the caller translates them."""
-    import redis.exceptions
-
+    """The server's persistence, in one round trip: ``INFO`` (server, replication, persistence)
+    and ``CONFIG GET appendonly appendfsync save``, which a managed Redis may refuse (the reason is
+    kept; ``INFO`` still tells ``appendonly``).  Errors reaching the server are redis-py's: the
+    caller translates them."""
+    sections = ("server", "replication", "persistence")
+    async with client.pipeline(transaction=False) as pipe:
+        for section in sections:
+            pipe.info(section)
+        pipe.config_get("appendonly")
+        pipe.config_get("appendfsync")
+        pipe.config_get("save")
+        replies = await pipe.execute(raise_on_error=False)
     info: dict[str, object] = {}
-    refused: str | None = None
-    for section in ("server", "replication", "persistence"):
-        try:
-            info.update(await client.info(section))
-        except redis.exceptions.ResponseError as exc:
-            refused = f"INFO {section}: {exc}"
-    config: dict[Any, Any] = {}
-    try:
-        for name in ("appendonly", "appendfsync", "save"):
-            config.update(await client.config_get(name))
-    except redis.exceptions.ResponseError as exc:
-        return Persistence.read(info, None, str(exc))
-    return Persistence.read(info, _decoded(config), refused)
+    refused: list[str] = []
+    for section, reply in zip(sections, replies, strict=False):
+        if isinstance(reply, Exception):
+            refused.append(f"INFO {section}: {reply}")
+        else:
+            info.update(reply)
+    config: dict[str, object] | None = {}
+    for reply in replies[len(sections) :]:
+        if isinstance(reply, Exception):
+            if config is not None:  # the first refusal says why
+                refused.append(str(reply).strip())
+            config = None
+        elif config is not None:
+            config.update(_decoded(reply))
+    return Persistence.read(info, config, "; ".join(refused) or None)
 
 
 def _decoded(config: dict[Any, Any]) -> dict[str, object]:

@@ -93,9 +93,8 @@ class Persistence:
             parts.append(f"RDB save {save}")
         if self.replicas:
             parts.append(f"{self.replicas} replica{'s' if self.replicas != 1 else ''} connected")
-        if self.refused:
-            parts.append(f"CONFIG GET refused: {self.refused}")
-        return ", ".join(parts)
+        refused = f" (CONFIG GET refused: {self.refused})" if self.refused else ""
+        return ", ".join(parts) + refused
 
 
 def _text(value: object) -> str | None:
@@ -211,12 +210,11 @@ def strict_step(persistence: Persistence, replicas: int, timeout: float, where: 
     if not waitaof:
         fixes.append("CONFIG SET appendfsync always")
     fix = " and ".join(f"`{f}`" for f in fixes)
-    refused = f"; CONFIG GET was refused ({p.refused})" if p.refused else ""
     return_waitaof = "" if waitaof else " (WAITAOF, which needs no such setting, came with 7.2)"
     raise ConfigurationError(
         f"durability='strict' needs Redis at {where} to write each put to disk before the"
         f" answer, and it runs Redis {p.version or 'of an unknown version'} with"
-        f" {p.describe()}{refused}: run {fix} on it (and set the same in its redis.conf), or"
+        f" {p.describe()}: run {fix} on it (and set the same in its redis.conf), or"
         f" pass replicas=N to wait for N replicas with WAIT{return_waitaof}"
     )
 

@@ -540,12 +540,13 @@ class RedisInbox:
             return self._step
         if self._planning is None:
             self._planning = asyncio.get_running_loop().create_task(self._plan())
-        planning = self._planning
-        try:
-            return await asyncio.shield(planning)
-        finally:
-            if planning.done() and (planning.cancelled() or planning.exception()):
-                self._planning = None  # the next put or check reads the server again
+            self._planning.add_done_callback(self._planned)
+        return await asyncio.shield(self._planning)
+
+    def _planned(self, planning: asyncio.Task[StrictStep]) -> None:
+        """A failed read is read again by the next put or check (its error is theirs)."""
+        if planning.cancelled() or planning.exception() is not None:
+            self._planning = None
 
     async def _plan(self) -> StrictStep:
         persistence = await self._persistence()
