@@ -76,6 +76,8 @@ _PRUNE_EVERY: Final = 60.0
 """Seconds between sweeps of consumers that hold nothing (crashed or renamed workers)."""
 _PRUNE_IDLE: Final = 3600.0
 """A consumer idle this long and holding nothing is dropped from the group."""
+_MARK_EVERY: Final = 1.0
+"""Seconds between the checks of the sequence sent with claims (puts check it each time)."""
 _MAX_REPLICA_TIMEOUT: Final = 5.0
 """Longest ``replica_timeout``: well within the socket timeout of the inbox's connections."""
 
@@ -174,6 +176,7 @@ class RedisInbox:
     """Strict mode: how each put becomes durable on this server, once read."""
     _planning: asyncio.Task[StrictStep] | None = attrs.field(default=None, init=False)
     _tasks: set[asyncio.Task[None]] = attrs.field(factory=set, init=False)
+    _next_mark: float = attrs.field(default=0.0, init=False)
 
     def __repr__(self) -> str:  # host:port/db only: the URL may hold a password
         return f"RedisInbox({where(self._redis)!r}, prefix={self.prefix!r})"
@@ -334,10 +337,7 @@ class RedisInbox:
         if limit == 0:
             return []
         await self._maybe_prune()
-        if self._high_water:  # in the same round trip as the claim
-            known = self._high_water
-            mark = self._queued("HIGH_WATER", self._keys.keys, [known])
-            mark.add_done_callback(functools.partial(self._noted, known))
+        self._check_mark()
         rows = await self._batched(
             "CLAIM",
             self._keys.keys,
@@ -560,6 +560,17 @@ class RedisInbox:
     def _use(self, step: StrictStep) -> None:
         self._step = step
         self._pipeline.after_puts = step
+
+    def _check_mark(self) -> None:
+        """At most every ``_MARK_EVERY`` seconds, send the node's mark with the next claim (in
+        its round trip), so that a node that stores nothing finds a loss too."""
+        now = asyncio.get_running_loop().time()
+        if not self._high_water or now < self._next_mark:
+            return
+        self._next_mark = now + _MARK_EVERY
+        known = self._high_water
+        mark = self._queued("HIGH_WATER", self._keys.keys, [known])
+        mark.add_done_callback(functools.partial(self._noted, known))
 
     def _noted(self, known: int, reply: asyncio.Future[Any]) -> None:
         """A HIGH_WATER script's reply ``{seq, lost}`` noted (an error is the claim's too)."""
