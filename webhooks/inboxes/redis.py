@@ -9,7 +9,7 @@ At start (``check``) the inbox reads the server's persistence and logs what a cr
 lose; ``durability="strict"`` answers a put only once its write is on disk or on replicas, and
 refuses a server that cannot promise it.  Each put also counts a sequence of accepted entries in
 Redis, and each node remembers the highest it was answered, so that a restart of Redis that lost
-acknowledged entries is found, logged and counted (:mod:`webhooks._redis._durability`).
+acknowledged entries is found, logged and counted (``webhooks._redis._durability``).
 """
 
 from __future__ import annotations
