@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -390,3 +391,18 @@ def test_on_redis_7_2_strict_mode_waits_for_the_fsync_with_waitaof() -> None:
     with pytest.raises(ConfigurationError, match="run `CONFIG SET appendonly yes` on it"):
         strict_step(no_aof, replicas=0, timeout=1.0, where="h:1/0")
     assert strict_step(no_aof, replicas=2, timeout=0.5, where="h:1/0").command == ("WAIT", 2, 500)
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"durability": "strong"}, "durability must be 'relaxed' (the default"),
+        ({"durability": "strict", "replicas": -1}, "replicas must be an int of 0 or more"),
+        ({"durability": "strict", "replica_timeout": 30}, "replica_timeout must be at most 5 s"),
+    ],
+)
+def test_a_wrong_durability_option_is_refused_naming_the_choices(
+    options: dict[str, object], named: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=re.escape(named)):
+        RedisInbox("redis://127.0.0.1:1/0", **options)  # type: ignore[arg-type]
