@@ -76,7 +76,9 @@ class ScriptPipeline:
         todo = batch
         for _ in range(2):  # the second pass after loading the script into a restarted server
             try:
-                step = self.after_puts if any(call[0] in PUTS for call in todo) else None
+                step = self.after_puts
+                if step is not None and not any(call[0] in PUTS for call in todo):
+                    step = None  # nothing to confirm
                 async with self.redis.pipeline(transaction=False) as pipe:
                     for name, keys, args, _answer in todo:
                         pipe.evalsha(self.scripts[name].sha, len(keys), *keys, *args)
