@@ -1,16 +1,19 @@
-"""``python -m benchmarks.redis_durability [EVENTS]``: what the Redis inbox's strict mode costs.
+"""``python -m benchmarks.redis_durability [EVENTS [ROUNDS]]``: what strict Redis durability costs.
 
-A receiver on a :class:`webhooks.RedisInbox` (a handler that does nothing) answers ``EVENTS``
-deliveries (default 3000) posted by 32 concurrent senders over HTTP on 127.0.0.1, on a Redis
+Three receivers on :class:`webhooks.RedisInbox` (a handler that does nothing), each on a Redis
 server the benchmark starts itself (own port, own directory on the system's temporary disk,
-``appendonly yes``, no RDB), once per row:
+``appendonly yes``, no RDB snapshots):
 
-- ``relaxed, everysec``: the default; a host crash can lose about 1 s of acknowledged deliveries;
-- ``strict, always``: ``durability="strict"`` on ``appendfsync always`` (an fsync per write);
-- ``strict, WAIT 1``: ``durability="strict", replicas=1`` on ``everysec``, with one replica (a
-  second server on the same host).
+- ``relaxed, appendfsync everysec``: the default; a host crash can lose about 1 s of
+  acknowledged deliveries;
+- ``strict, appendfsync always``: ``durability="strict"``; Redis fsyncs each write before it
+  answers (one fsync per turn of its event loop, for all the writes of that turn);
+- ``strict, replicas=1 (WAIT)``: ``durability="strict", replicas=1`` on ``everysec``, with one
+  replica (a fourth server, on the same host).
 
-Each row prints deliveries per second and the p50 and p99 of the time to the answer.
+In each of ``ROUNDS`` rounds (default 7) the rows take turns: ``EVENTS`` new deliveries (default
+1000) posted by 32 concurrent senders over HTTP on 127.0.0.1.  The table gives the medians over
+the rounds of deliveries per second and of the p50 and p99 of the time to the answer.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import contextlib
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,7 +40,8 @@ from aiohttp import web
 from asyncsdk import ProcessCompleted
 from webhooks import RedisInbox, TokenVerifier, WebhookReceiver
 
-EVENTS = 3000
+EVENTS = 1000
+ROUNDS = 7
 CONCURRENCY = 32
 TOKEN = "bench-" + "d0" * 16
 PREFIX = "bench:"
@@ -111,7 +116,8 @@ def _body(n: int) -> bytes:
     )
 
 
-async def _measure(name: str, hook: str, events: int) -> None:
+async def _measure(hook: str, events: int, first: int) -> tuple[float, list[float]]:
+    """Deliveries per second and the sorted answer times of ``events`` new deliveries."""
     took: list[float] = []
     gate = asyncio.Semaphore(CONCURRENCY)
     headers = {"Content-Type": "application/json"}
@@ -122,19 +128,22 @@ async def _measure(name: str, hook: str, events: int) -> None:
                 started = time.perf_counter()
                 async with session.post(hook, data=_body(n), headers=headers) as answer:
                     if answer.status != 200:
-                        raise SystemExit(f"{name}: answered {answer.status}: {await answer.text()}")
+                        raise SystemExit(f"{hook}: answered {answer.status}: {await answer.text()}")
                 took.append(time.perf_counter() - started)
 
-        await asyncio.gather(*(one(-n - 1) for n in range(CONCURRENCY)))  # warm up
-        took.clear()
         started = time.perf_counter()
-        await asyncio.gather(*(one(n) for n in range(events)))
+        await asyncio.gather(*(one(n) for n in range(first, first + events)))
         elapsed = time.perf_counter() - started
-    took.sort()
-    print(
-        f"{name:18} {events / elapsed:7.0f} deliveries/s   p50 {took[len(took) // 2] * 1e3:6.2f} ms"
-        f"   p99 {took[int(len(took) * 0.99)] * 1e3:6.2f} ms",
-        flush=True,
+    return events / elapsed, sorted(took)
+
+
+def _row(name: str, rounds: list[tuple[float, list[float]]]) -> str:
+    rate = statistics.median(r for r, _ in rounds)
+    p50 = statistics.median(t[len(t) // 2] for _, t in rounds)
+    p99 = statistics.median(t[int(len(t) * 0.99)] for _, t in rounds)
+    return (
+        f"| {name} | {rate:,.0f} | {p50 * 1e3:.2f} | {p99 * 1e3:.2f} |"
+        f" {min(r for r, _ in rounds):,.0f} to {max(r for r, _ in rounds):,.0f} |"
     )
 
 
@@ -150,29 +159,55 @@ async def _replica_online(port: int) -> None:
     raise SystemExit("the replica did not sync with its primary within 30 s")
 
 
-async def main(events: int) -> None:
-    print(
-        f"{events} deliveries, {CONCURRENCY} concurrent senders, Redis on {tempfile.gettempdir()}"
-        f" ({os.cpu_count()} CPUs)"
-    )
+async def main(events: int, rounds: int) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-redis-") as tmp:
         root = Path(tmp)
-        with _redis_server(root / "everysec", "everysec") as port:
-            async with _receiver(f"redis://127.0.0.1:{port}/0") as hook:
-                await _measure("relaxed, everysec", hook, events)
-        with _redis_server(root / "always", "always") as port:
-            async with _receiver(f"redis://127.0.0.1:{port}/0", durability="strict") as hook:
-                await _measure("strict, always", hook, events)
         with (
-            _redis_server(root / "primary", "everysec") as port,
-            _redis_server(root / "replica", "everysec", "--replicaof", "127.0.0.1", str(port)),
+            _redis_server(root / "everysec", "everysec") as everysec,
+            _redis_server(root / "always", "always") as always,
+            _redis_server(root / "primary", "everysec") as primary,
+            _redis_server(root / "replica", "everysec", "--replicaof", "127.0.0.1", str(primary)),
         ):
-            await _replica_online(port)
-            async with _receiver(
-                f"redis://127.0.0.1:{port}/0", durability="strict", replicas=1
-            ) as hook:
-                await _measure("strict, WAIT 1", hook, events)
+            await _replica_online(primary)
+            async with (
+                _receiver(f"redis://127.0.0.1:{everysec}/0") as relaxed,
+                _receiver(f"redis://127.0.0.1:{always}/0", durability="strict") as strict,
+                _receiver(
+                    f"redis://127.0.0.1:{primary}/0", durability="strict", replicas=1
+                ) as waits,
+            ):
+                rows = {
+                    "relaxed, appendfsync everysec": relaxed,
+                    "strict, appendfsync always": strict,
+                    "strict, replicas=1 (WAIT)": waits,
+                }
+                measured: dict[str, list[tuple[float, list[float]]]] = {n: [] for n in rows}
+                for hook in rows.values():  # warm-up
+                    await _measure(hook, CONCURRENCY, -CONCURRENCY)
+                for n in range(rounds):  # the rows take turns, so that the machine's drift
+                    for name, hook in rows.items():  # falls on each alike
+                        measured[name].append(await _measure(hook, events, n * events))
+    print(
+        f"{events:,} deliveries per round, {rounds} rounds (the rows take turns), {CONCURRENCY}"
+        f" concurrent senders over HTTP on 127.0.0.1, Redis {_version()} on"
+        f" {tempfile.gettempdir()}, {os.cpu_count()} CPUs; medians of the rounds\n"
+    )
+    print("| durability | deliveries/s | p50 ms | p99 ms | deliveries/s, rounds |")
+    print("|---|---|---|---|---|")
+    for name, result in measured.items():
+        print(_row(name, result))
+
+
+def _version() -> str:
+    binary = shutil.which("redis-server") or "redis-server"
+    out = subprocess.run([binary, "--version"], capture_output=True, text=True, check=False)
+    return next((w[2:] for w in out.stdout.split() if w.startswith("v=")), "?")
 
 
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else EVENTS))
+    asyncio.run(
+        main(
+            int(sys.argv[1]) if len(sys.argv) > 1 else EVENTS,
+            int(sys.argv[2]) if len(sys.argv) > 2 else ROUNDS,
+        )
+    )
