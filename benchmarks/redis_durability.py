@@ -12,8 +12,9 @@ server the benchmark starts itself (own port, own directory on the system's temp
   replica (a fourth server, on the same host).
 
 In each of ``ROUNDS`` rounds (default 7) the rows take turns, each first in turn: ``EVENTS`` new
-deliveries (default 1000) posted by 32 concurrent senders over HTTP on 127.0.0.1.  The table gives the medians over
-the rounds of deliveries per second and of the p50 and p99 of the time to the answer.
+deliveries (default 1000) posted by 32 concurrent senders over HTTP on 127.0.0.1.  The table
+gives the medians over the rounds of deliveries per second and of the p50 and p99 of the time to
+the answer.
 """
 
 from __future__ import annotations
