@@ -31,9 +31,10 @@ class InboxStats:
     the store's configuration (:class:`~webhooks.RedisInbox`: ``appendonly``/``appendfsync``);
     ``None`` where the backend's promise does not depend on it (see docs/webhooks.md)."""
     lost: int = 0
-    """Acknowledged entries the store was found to have lost (:class:`~webhooks.RedisInbox`: its
-    sequence of accepted entries went backwards, as a receiver running across a Redis restart
-    found), since the inbox was first used."""
+    """Acknowledged entries whose writes the store was found to have lost, since the inbox was
+    first used (:class:`~webhooks.RedisInbox`: its sequence of accepted entries went backwards,
+    as a receiver running across a Redis restart found).  Those not handled yet were never
+    handled; those handled already lost their dedup keys."""
     last_loss: str | None = None
     """When the last such loss was found, and the sequence's fall; ``None`` when there was none."""
 

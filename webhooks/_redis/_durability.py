@@ -237,10 +237,11 @@ def loss_line(lost: int, known: int, where: str, prefix: str) -> str:
     return (
         f"Redis at {where} lost {lost} acknowledged deliver{'y' if lost == 1 else 'ies'} of the"
         f" inbox under {prefix!r} (its sequence of accepted entries went from {known} back to"
-        f" {known - lost}): it restarted from a file that missed them, or failed over to a"
-        " replica that had not received them; their senders were answered 2xx and will not send"
-        " them again.  Counted in 'asyncsdk inbox stats'; durability='strict' answers only once"
-        " a write is on disk or on replicas"
+        f" {known - lost}): it restarted from a file that missed their writes, or failed over to"
+        " a replica that had not received them.  Those not handled yet will not be (their"
+        " senders were answered 2xx and will not send them again); those handled already lost"
+        " their dedup keys, so a retry of one is handled again.  Counted in 'asyncsdk inbox"
+        " stats'; durability='strict' answers only once a write is on disk or on replicas"
     )
 
 
