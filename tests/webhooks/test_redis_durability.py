@@ -91,18 +91,24 @@ async def test_the_start_line_of_appendfsync_always_says_nothing_is_lost(
     )
 
 
-async def test_the_start_line_without_persistence_says_a_restart_loses_everything(
+async def test_the_start_line_without_an_append_only_file_names_what_a_restart_loses(
     own_redis: OwnRedis, caplog: pytest.LogCaptureFixture
 ) -> None:
     admin = redis.asyncio.Redis.from_url(own_redis.url)
     await admin.config_set("appendonly", "no")
-    await admin.aclose()
     caplog.set_level(logging.INFO, logger="webhooks")
     await checked(RedisInbox(own_redis.url, prefix=PREFIX))
-    (line,) = start_lines(caplog)
+    await admin.config_set("save", "3600 1")
+    await checked(RedisInbox(own_redis.url, prefix=PREFIX))
+    await admin.aclose()
+    nothing, snapshots = start_lines(caplog)
     assert (
         "appendonly no, RDB save '': a restart of Redis loses every acknowledged delivery since"
-        " it started" in line
+        " it started" in nothing
+    )
+    assert (
+        "appendonly no, RDB save '3600 1': a host crash can lose every acknowledged delivery"
+        " since the last RDB snapshot" in snapshots
     )
 
 
