@@ -188,7 +188,7 @@ def strict_step(persistence: Persistence, replicas: int, timeout: float, where: 
             ("WAIT", replicas, ms),
             replicas,
             timeout,
-            f"each 2xx waits until {replicas} replica{'s' if replicas != 1 else ''} hold the write"
+            f"each 2xx waits until {replicas} replica{'s' if replicas != 1 else ''} have the write"
             " (WAIT)",
         )
     p = persistence
@@ -210,17 +210,18 @@ def strict_step(persistence: Persistence, replicas: int, timeout: float, where: 
     if not waitaof:
         fixes.append("CONFIG SET appendfsync always")
     fix = " and ".join(f"`{f}`" for f in fixes)
-    return_waitaof = "" if waitaof else " (WAITAOF, which needs no such setting, came with 7.2)"
+    upgrade = "" if waitaof else ", or upgrade to Redis 7.2+, where WAITAOF waits for the fsync"
     raise ConfigurationError(
         f"durability='strict' needs Redis at {where} to write each put to disk before the"
         f" answer, and it runs Redis {p.version or 'of an unknown version'} with"
         f" {p.describe()}: run {fix} on it (and set the same in its redis.conf), or"
-        f" pass replicas=N to wait for N replicas with WAIT{return_waitaof}"
+        f" pass replicas=N to wait for N replicas with WAIT{upgrade}"
     )
 
 
-def start_line(persistence: Persistence, where: str, mode: str, step: StrictStep | None) -> str:
-    """The one line the inbox logs at start: the server, its persistence, what a crash loses."""
+def start_line(persistence: Persistence, where: str, step: StrictStep | None) -> str:
+    """The one line the inbox logs at start: the server, its persistence, what a crash loses;
+    ``step`` in strict mode, ``None`` in relaxed mode."""
     p = persistence
     version = f"Redis {p.version}" if p.version else "Redis of an unknown version"
     head = f"Redis persistence at {where} ({version}): {p.describe()}: "

@@ -482,7 +482,7 @@ class RedisInbox:
         elif not self._announced:
             persistence = await self._persistence()
             self._announced = True
-            logger.info(start_line(persistence, where(self._redis), RELAXED, None))
+            logger.info(start_line(persistence, where(self._redis), None))
 
     async def close(self) -> None:
         """Release the connections (if this inbox opened them).  Entries stay in Redis."""
@@ -554,7 +554,7 @@ class RedisInbox:
         self._use(step)
         if not self._announced:
             self._announced = True
-            logger.info(start_line(persistence, where(self._redis), STRICT, step))
+            logger.info(start_line(persistence, where(self._redis), step))
         return step
 
     def _use(self, step: StrictStep) -> None:
