@@ -14,6 +14,7 @@ from webhooks._backends import Backend, PostgresBackend, RedisBackend
 from webhooks._contract import DEFAULT_CLAIM_TIMEOUT, Verifier
 from webhooks._postgres import DEFAULT_SCHEMA
 from webhooks._redis._connect import DEFAULT_PREFIX, DEFAULT_REDIS_URL
+from webhooks._redis._durability import RELAXED
 
 if TYPE_CHECKING:
     from webhooks._contract import Inbox, ResultSink
@@ -61,7 +62,7 @@ class OneCallSetup:
         handler: Callable[..., Awaitable[None]] | None = None,
         prefix: str = DEFAULT_PREFIX,
         claim_timeout: float = DEFAULT_CLAIM_TIMEOUT,
-        durability: str = "relaxed",
+        durability: str = RELAXED,
         replicas: int = 0,
         **options: Any,
     ) -> Self:
