@@ -26,6 +26,10 @@ class InboxStats:
     """Seconds since the oldest unfinished entry was stored; ``None`` when there is none."""
     dead: int
     """Dead letters waiting for a replay or a purge."""
+    replayed: int = 0
+    """Dead letters replayed so far, by any process or the command line: counted in the store
+    since the inbox was made (Redis keeps the count ``retention`` seconds after the last
+    replay)."""
 
 
 @runtime_checkable
@@ -42,7 +46,9 @@ class InspectableInbox(Inbox, Protocol):
         a dead letter.
 
     A replay (:meth:`~webhooks.Inbox.replay`) makes a dead letter pending again under the dedup
-    claim it has held all along: no second claim, and the event is handled once more, once.
+    claim it has held all along: no second claim, and the event is handled once more, once.  The
+    store counts replays (``stats().replayed``), so that each receiver's metrics see those made
+    from elsewhere, the command line included.
     """
 
     async def stats(self) -> InboxStats:

@@ -177,6 +177,7 @@ async def _stats(args: argparse.Namespace) -> int:
         else:
             age = "-" if stats.oldest_age is None else f"{stats.oldest_age:.1f} s"
             print(f"unfinished  {stats.depth}\noldest      {age}\ndead        {stats.dead}")
+            print(f"replayed    {stats.replayed}")
         return EXIT_OK
 
     return await _with_inbox(args, show)

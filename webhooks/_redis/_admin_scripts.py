@@ -11,9 +11,10 @@ from webhooks._redis._scripts import _COMMON
 
 __all__ = ["ADMIN_SCRIPTS"]
 
-# ARGV: none.  Returns {depth, dead, age of the oldest unfinished entry in ms or -1}.  The stream
-# holds unfinished entries and dead letters only, oldest first: the first id not in ``dead`` is
-# the oldest unfinished one (looked for among the first 1,000 entries).
+# KEYS[6]: the count of replays.  ARGV: none.  Returns {depth, dead, age of the oldest unfinished
+# entry in ms or -1, replays}.  The stream holds unfinished entries and dead letters only, oldest
+# first: the first id not in ``dead`` is the oldest unfinished one (looked for among the first
+# 1,000 entries).
 STATS: Final = (
     _COMMON
     + """
@@ -32,7 +33,7 @@ for _ = 1, 10 do
 end
 local age = -1
 if oldest then age = now_ms() - tonumber(string.match(oldest, '^(%d+)')) end
-return {depth, dead_count, age}
+return {depth, dead_count, age, tonumber(redis.call('GET', KEYS[6]) or '0')}
 """
 )
 

@@ -76,6 +76,8 @@ class InboxKeys:
         self.delayed = base + "delayed"
         self.dead = base + "dead"
         self.dedup_prefix = base + "dedup:"
+        self.replayed = base + "replayed"
+        """The count of replays (KEYS[6] of REPLAY and STATS only)."""
         self.keys: Final = [self.stream, self.attempts, self.errors, self.delayed, self.dead]
 
     def dedup(self, dedup_text: str) -> str:
@@ -327,7 +329,7 @@ return out
 """
 )
 
-# ARGV: id, ttl.  Returns 0 when the id is not a dead letter.
+# KEYS[6]: the count of replays.  ARGV: id, ttl.  Returns 0 when the id is not a dead letter.
 REPLAY: Final = (
     _COMMON
     + """
@@ -336,6 +338,8 @@ if redis.call('ZREM', dead, id) == 0 then return 0 end
 if #redis.call('XRANGE', stream, id, id) == 0 then forget(id) return 0 end
 redis.call('HSET', attempts, id, 0)
 redis.call('ZADD', delayed, now_ms(), id)
+redis.call('INCR', KEYS[6])
+redis.call('EXPIRE', KEYS[6], ARGV[2])
 touch(ARGV[2])
 return 1
 """

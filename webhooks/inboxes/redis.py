@@ -296,7 +296,7 @@ class RedisInbox:
 
     async def replay(self, entry_id: str) -> None:
         if not _scripts.is_entry_id(entry_id) or not await self._run(
-            "REPLAY", self._keys.keys, [entry_id, self._ttl]
+            "REPLAY", [*self._keys.keys, self._keys.replayed], [entry_id, self._ttl]
         ):
             raise UnknownEntryError(
                 f"no dead letter with id {entry_id!r} in the inbox under {self.prefix!r};"
@@ -314,9 +314,10 @@ class RedisInbox:
             )
 
     async def stats(self) -> InboxStats:
-        depth, dead, age_ms = await self._run("STATS", self._keys.keys, [])
+        keys = [*self._keys.keys, self._keys.replayed]
+        depth, dead, age_ms, replayed = await self._run("STATS", keys, [])
         age = None if int(age_ms) < 0 else int(age_ms) / 1000
-        return InboxStats(depth=int(depth), oldest_age=age, dead=int(dead))
+        return InboxStats(depth=int(depth), oldest_age=age, dead=int(dead), replayed=int(replayed))
 
     async def pending_count(self) -> int:
         return int(await self._run("PENDING_COUNT", self._keys.keys, []))
