@@ -4,10 +4,11 @@ An aiohttp app on 127.0.0.1 (a free port) with the webhook receiver mounted at `
 serving its Prometheus metrics at ``/hooks/metrics`` (token: ``METRICS_TOKEN``).  Its plain
 handler appends the process id to the file RUNS (one line per run, from any node); events whose
 status is ``failed`` also go to an ``atomic=True`` handler that counts them in the store, with
-the ack: the Redis hash ``<prefix>test:effects``, or the table ``public.effects``.  Prints
+the ack: the Redis hash ``<prefix>test:effects``, or the table ``public.effects``.  With
+``hold``, the plain handler waits for a SIGUSR1 to the process before it records its run.  Prints
 ``{"ready": NAME, "port": N}`` once serving; stops on SIGTERM.
 
-    python shared_node.py redis|postgres URL PREFIX_OR_SCHEMA TOKEN NAME RUNS CLAIM_TIMEOUT
+    python shared_node.py redis|postgres URL PREFIX_OR_SCHEMA TOKEN NAME RUNS CLAIM_TIMEOUT [hold]
 """
 
 from __future__ import annotations
@@ -37,7 +38,14 @@ HANDLER_SECONDS = 0.02
 
 
 async def main(
-    backend: str, url: str, where: str, token: str, name: str, runs: str, claim_timeout: str
+    backend: str,
+    url: str,
+    where: str,
+    token: str,
+    name: str,
+    runs: str,
+    claim_timeout: str,
+    mode: str = "",
 ) -> None:
     logging.basicConfig(format=f"node {name}: %(levelname)s %(name)s %(message)s")
     timeout = float(claim_timeout)
@@ -55,11 +63,15 @@ async def main(
         metrics_route=True,
         metrics_token=METRICS_TOKEN,
     )
+    released = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, released.set)
     out = os.open(runs, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     @receiver.on_completed()
     async def record(event: ProcessCompleted) -> None:
         await asyncio.sleep(HANDLER_SECONDS)
+        if mode == "hold":
+            await released.wait()
         os.write(out, f"{event.process_id}\n".encode())  # one append: whole lines
 
     @receiver.on_completed(status="failed", atomic=True)
@@ -92,4 +104,4 @@ async def main(
 
 
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:8]))
+    asyncio.run(main(*sys.argv[1:9]))

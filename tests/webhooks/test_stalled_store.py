@@ -13,63 +13,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import random
-import signal
-import sys
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import aiohttp
-import attrs
 import pytest
+from node_cluster import Node, start_node, stop_node
 from own_servers import OwnServer, own_postgres, own_redis
 from whtools import JSON, encode, eventually, payload
 
 pytestmark = pytest.mark.slow
 
-NODE_SCRIPT = Path(__file__).with_name("shared_node.py")
-TOKEN = "stall-" + "s7a11" * 6
 EVENTS = 240
 FREEZE_AFTER = 80
 """Events accepted before the store is frozen: handlers and acks are under way by then."""
 FREEZE_SECONDS = 15.0
 CLAIM_TIMEOUT = 20.0
 SENDERS = 24
-
-
-@attrs.define
-class Node:
-    process: asyncio.subprocess.Process
-    port: int
-
-    @property
-    def hook_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/hooks/{TOKEN}"
-
-
-async def start_node(backend: str, url: str, where: str, name: str, runs: Path) -> Node:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(NODE_SCRIPT),
-        *(backend, url, where, TOKEN, name, str(runs), str(CLAIM_TIMEOUT)),
-        stdout=asyncio.subprocess.PIPE,
-    )
-    assert process.stdout is not None
-    async with asyncio.timeout(60):  # a guard against a hang, not a speed requirement
-        line = await process.stdout.readline()
-    if not line:
-        await process.wait()
-        raise AssertionError(f"node {name} exited with {process.returncode} before serving")
-    return Node(process, json.loads(line)["port"])
-
-
-async def stop_node(node: Node) -> None:
-    if node.process.returncode is None:
-        node.process.send_signal(signal.SIGTERM)
-    await node.process.communicate()
 
 
 def status_of(n: int) -> str:
@@ -174,7 +137,10 @@ async def frozen_mid_burst(
     backend: str, server: OwnServer, where: str, tmp_path: Path
 ) -> AsyncIterator[None]:
     runs = tmp_path / "runs.txt"
-    nodes = [await start_node(backend, server.url, where, name, runs) for name in "ab"]
+    nodes = [
+        await start_node(backend, server.url, where, name, runs, claim_timeout=CLAIM_TIMEOUT)
+        for name in "ab"
+    ]
     try:
         await burst_with_a_freeze(nodes, server)
         yield
