@@ -358,8 +358,9 @@ class WorkerPool:
 
     async def _beat(self) -> None:
         """Renew the claims held here every third of ``claim_timeout``, and after a renewal
-        failed every ``_RENEW_RETRY`` seconds (or the third, when shorter): a claim outlives a
-        store that does not answer for less than ``claim_timeout`` minus that pause."""
+        failed every ``_RENEW_RETRY`` seconds (or the third, when shorter).  A claim may be a
+        third of ``claim_timeout`` old when its store stops answering, so it outlives a store
+        that does not answer for less than two thirds of ``claim_timeout`` minus that pause."""
         interval = max(0.05, self.inbox.claim_timeout / 3)
         pause = interval
         failures = 0

@@ -4,8 +4,9 @@ Two receiver processes (``shared_node.py``) share one inbox on a Redis or Postgr
 this test's own (``own_servers.py``), which the test stops with SIGSTOP for 15 s in the middle of
 a burst, as a host that stalls would, then lets go on.  Senders retry every non-2xx and every
 failed connection, as the service does, against either node.  Acks and claim renewals that fail
-meanwhile are tried again while the claims are held (``claim_timeout`` 20 s, more than the stall
-plus a renewal's retry pause): no entry is handed to the other node to run again.  Events whose
+meanwhile are tried again while the claims are held (``claim_timeout`` 30 s: claims, renewed
+every 10 s, outlive a stall of up to 19.5 s): no entry is handed to the other node to run
+again.  Events whose
 status is ``failed`` also have an ``atomic=True`` handler, whose effect is counted in the store.
 """
 
@@ -31,7 +32,7 @@ EVENTS = 240
 FREEZE_AFTER = 80
 """Events accepted before the store is frozen: handlers and acks are under way by then."""
 FREEZE_SECONDS = 15.0
-CLAIM_TIMEOUT = 20.0
+CLAIM_TIMEOUT = 30.0
 SENDERS = 24
 
 

@@ -220,25 +220,34 @@ async def test_acks_failing_past_the_claim_timeout_are_sent_again_and_the_claim_
     assert await inbox.pending_count() == 0
 
 
-async def test_a_store_down_for_less_than_the_claim_timeout_keeps_the_claims() -> None:
-    inbox = StallingInbox(claim_timeout=0.9)
+async def test_a_store_down_for_less_than_two_thirds_of_the_claim_timeout_keeps_the_claims() -> (
+    None
+):
+    inbox = StallingInbox(claim_timeout=3.0)
     await store(inbox, 3)
     receiver = receiver_for(inbox, poll_interval=0.05, close_inbox=False)
     seen = Recorder()
-    receiver.add_handler(seen)
-    inbox.down = True  # claims, renewals and acks all fail
+    release = asyncio.Event()
+
+    async def held(event: ProcessCompleted) -> None:
+        await seen(event)
+        await release.wait()
+
+    receiver.add_handler(held)
     await receiver.start()
     try:
-        await asyncio.sleep(0.05)
+        await wait_until(lambda: len(seen.ids) == 3, "the handlers to start")
+        inbox.down = True  # claims, renewals and acks all fail
+        # Past a renewal (every 1 s); less than two thirds of the claim timeout less the retry
+        # pause (2 - 0.5 s), the most a claim renewed a third of the timeout ago can wait for.
+        await asyncio.sleep(1.2)
         inbox.down = False
-        await wait_until(lambda: inbox.failed_acks == 0 and len(seen.ids) == 3, "the handlers")
-        inbox.down = True
-        await asyncio.sleep(0.5)  # past a renewal (every 0.3 s); less than 0.9 - 0.3 s
-        inbox.down = False
-        # A renewal gets through within its retry pause (0.3 s here), before the claim lapses.
-        await nobody_else_gets(inbox, 0.5)
+        # A renewal gets through within its retry pause, before any claim lapses.
+        await nobody_else_gets(inbox, 2.0)
+        release.set()
         await wait_until(lambda: receiver.metrics.processed == 3, "the acks to get through")
     finally:
+        release.set()
         await receiver.stop()
     assert sorted(seen.ids) == ["p-0", "p-1", "p-2"]
     assert await inbox.pending_count() == 0
