@@ -3,12 +3,14 @@
 A worker that finishes an entry does not wait for its ack to start the next one: it hands the id
 to the :class:`Acker`, whose one task sends the ids that gather over ``_ACK_GATHER`` seconds, and
 while the previous ones are on the wire, in one ``ack_many``.  The entries stay held (the pool
-renews their claims) until their ack is done.
+renews their claims) until their ack is done: an ack that fails is sent again, with backoff,
+until the store takes it (:func:`~webhooks._settle.until_stored`), or the receiver stops.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from typing import Final
@@ -16,6 +18,7 @@ from typing import Final
 import attrs
 
 from webhooks._contract import Inbox
+from webhooks._settle import until_stored
 
 __all__ = ["Acker"]
 
@@ -48,8 +51,9 @@ class Acker:
             self._task = asyncio.get_running_loop().create_task(self._send(), name="webhooks-acker")
 
     async def sent(self, timeout: float) -> None:
-        """Wait for the acks of finished entries; an ack still unsent is left to the claim
-        timeout (the entry is handed out again: at least once)."""
+        """Wait for the acks of finished entries; an ack still not done after ``timeout`` (the
+        store stalled or down) is left to the claim timeout: the entry is handed out again, and
+        its handlers run again (at least once)."""
         task = self._task
         if task is None:
             return
@@ -68,16 +72,15 @@ class Acker:
             while self._to_ack:
                 ids, self._to_ack = self._to_ack, []
                 try:
-                    await self.inbox.ack_many(ids)
-                except Exception:
-                    # The claims time out and the entries are handed out again (at least once).
-                    logger.exception(
-                        "acking %d webhook event(s) failed; they will be handled again", len(ids)
+                    # Every failure is tried again: an ack is idempotent and runs no user code.
+                    await until_stored(
+                        functools.partial(self.inbox.ack_many, ids),
+                        f"acking {len(ids)} webhook event(s)",
+                        again=(Exception,),
                     )
-                else:
-                    self.acked(ids)
                 finally:
                     self.held.difference_update(ids)
+                self.acked(ids)
         finally:
             self._task = None
             self.held.difference_update(self._to_ack)

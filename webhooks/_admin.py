@@ -37,6 +37,10 @@ class InboxStats:
     handled; those handled already lost their dedup keys."""
     last_loss: str | None = None
     """When the last such loss was found, and the sequence's fall; ``None`` when there was none."""
+    replayed: int = 0
+    """Dead letters replayed so far, by any process or the command line: counted in the store
+    since the inbox was made (Redis keeps the count ``retention`` seconds after the last
+    replay)."""
 
 
 @runtime_checkable
@@ -53,7 +57,9 @@ class InspectableInbox(Inbox, Protocol):
         a dead letter.
 
     A replay (:meth:`~webhooks.Inbox.replay`) makes a dead letter pending again under the dedup
-    claim it has held all along: no second claim, and the event is handled once more, once.
+    claim it has held all along: no second claim, and the event is handled once more, once.  The
+    store counts replays (``stats().replayed``), so that each receiver's metrics see those made
+    from elsewhere, the command line included.
     """
 
     async def stats(self) -> InboxStats:

@@ -42,10 +42,14 @@ An inbox holds accepted ``process.completed`` events until a worker has finished
 
 ``extend(consumer, entry_ids)``
     Renews the claims ``consumer`` holds, so a slow handler is not handed out a second time.  Ids
-    not held by ``consumer`` are ignored.  Workers call it well within ``claim_timeout``.
+    not held by ``consumer`` are ignored.  Workers call it every third of ``claim_timeout``, and
+    every half second after a call failed.
 
 ``ack(entry_id)``
-    The entry is finished.  It is never handed out again; its dedup key stays claimed.  Idempotent.
+    The entry is finished.  It is never handed out again; its dedup key stays claimed.  Idempotent:
+    the receiver sends an ack that failed, or whose answer was lost, again until it succeeds
+    (as it does ``ack_many``, ``retry_later``, ``dead_letter`` and ``ack_with`` while the store
+    cannot be reached), holding the entry and renewing its claim meanwhile.
 
 ``ack_many(entry_ids)``
     :meth:`Inbox.ack` of each id, in one step where the backend can (one transaction, one
@@ -104,7 +108,8 @@ Atomic handler writes (optional: :class:`AtomicInbox`, kept by Redis and Postgre
     One atomic step: *if* ``consumer`` still holds the claim on ``entry_id``, apply the buffers in
     ``writes`` (a sequence of ``new_writes()`` buffers, in order) and ack the entry, and return
     ``True``; otherwise change nothing and return ``False`` (the claim lapsed and another consumer
-    has the entry, or it is finished already).  A crash before the
+    has the entry, or it is finished already: a try whose answer was lost and that committed
+    makes the next try return ``False``).  A crash before the
     step commits nothing, so the entry is handed out again and the handlers' writes are applied
     once in all, whatever crashes: exactly-once effects on top of at-least-once delivery.
 

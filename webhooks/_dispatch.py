@@ -3,18 +3,21 @@
 All succeed: the entry is acked (soon, with others, by the pool's acker), or, for ``atomic=True``
 handlers, their writes and the ack are applied in one step (:class:`~webhooks.AtomicInbox`).  One
 fails: retry later with exponential backoff, running only the handlers that have not succeeded
-yet (within this process); after ``max_attempts`` hand-outs: dead letter.  The pool hands the
-dispatcher three callbacks, so this module never imports the pool.
+yet (within this process); after ``max_attempts`` hand-outs: dead letter.  Each write that
+settles the entry is tried again while the store cannot be reached (:mod:`webhooks._settle`),
+the entry held meanwhile.  The pool hands the dispatcher three callbacks, so this module never
+imports the pool.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import attrs
 
@@ -33,6 +36,7 @@ from webhooks._contract import (
     ProcessClient,
     ResultSink,
 )
+from webhooks._errors import InboxUnavailableError
 from webhooks._fetchback import (
     Confirmed,
     Forged,
@@ -43,6 +47,7 @@ from webhooks._fetchback import (
 )
 from webhooks._metrics import Metrics
 from webhooks._observe import NO_RECEIVER_TELEMETRY, ReceiverTelemetry, log_fields
+from webhooks._settle import until_stored
 
 __all__ = [
     "AtomicHandler",
@@ -55,6 +60,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger("webhooks")
+
+T = TypeVar("T")
 
 Handler = Callable[[ProcessCompleted], Awaitable[None]]
 AtomicHandler = Callable[[ProcessCompleted, Any], Awaitable[None]]
@@ -251,14 +258,32 @@ class Dispatcher:
             await self._fail(entry, "; ".join(errors))
             return
         if writes:
-            if not await self._atomic_inbox().ack_with(entry.id, self.consumer, writes):
-                # Our claim lapsed and another consumer has the entry (or finished it): its run
-                # applies the writes, ours are dropped so that they happen once.
-                logger.warning(
-                    "webhook entry %s was taken over before its writes were applied; "
-                    "they are left to the consumer that holds it",
-                    entry.id,
-                )
+            inbox = self._atomic_inbox()
+            tries = 0
+
+            async def apply() -> bool:
+                nonlocal tries
+                tries += 1
+                return await inbox.ack_with(entry.id, self.consumer, writes)
+
+            # Tried again while the store cannot be reached: a try whose outcome is unknown
+            # either committed (the next finds the entry acked and applies nothing) or did not.
+            if not await self._settle(apply, "applying the writes and the ack of", entry):
+                if tries > 1:
+                    logger.warning(
+                        "webhook entry %s: its writes and ack were applied by a try whose answer"
+                        " was lost, or the entry was taken over and its writes are left to the"
+                        " consumer that holds it; either way they are applied once",
+                        entry.id,
+                    )
+                else:
+                    # Our claim lapsed and another consumer has the entry (or finished it): its
+                    # run applies the writes, ours are dropped so that they happen once.
+                    logger.warning(
+                        "webhook entry %s was taken over before its writes were applied; "
+                        "they are left to the consumer that holds it",
+                        entry.id,
+                    )
                 self._done.pop(entry.id, None)
                 return
             self._done.pop(entry.id, None)
@@ -273,6 +298,13 @@ class Dispatcher:
                 extra=log_fields(event),
             )
         self.ack_soon(entry.id)  # the handlers that succeeded stay noted until the ack is done
+
+    async def _settle(self, write: Callable[[], Awaitable[T]], what: str, entry: InboxEntry) -> T:
+        """``write()``, tried again while the store cannot be reached; the entry stays held (in
+        the pool's running entries, its claim renewed) until it is done."""
+        return await until_stored(
+            write, f"{what} webhook entry {entry.id}", again=(InboxUnavailableError,)
+        )
 
     def _atomic_inbox(self) -> AtomicInbox:
         if not isinstance(self.inbox, AtomicInbox):  # checked at registration; kept for safety
@@ -313,7 +345,7 @@ class Dispatcher:
             extra=log_fields(delivered),
         )
         self.metrics.forged += 1
-        await self.inbox.ack(entry.id)
+        await self._settle(functools.partial(self.inbox.ack, entry.id), "acking", entry)
         self.settled()
 
     async def _store_confirmed(
@@ -330,9 +362,10 @@ class Dispatcher:
                 extra=log_fields(delivered),
             )
             self.metrics.rewritten += 1
-        if await self.inbox.put(verdict.event, entry.raw):
+        put = functools.partial(self.inbox.put, verdict.event, entry.raw)
+        if await self._settle(put, "storing the confirmed event of", entry):
             self.stored()
-        await self.inbox.ack(entry.id)
+        await self._settle(functools.partial(self.inbox.ack, entry.id), "acking", entry)
         self.settled()
 
     async def _not_finished(
@@ -343,7 +376,10 @@ class Dispatcher:
         if age > self.retry.not_finished_max_age:
             await self._dead_letter(entry, error)
         else:
-            await self.inbox.retry_later(entry.id, error, self.retry.not_finished_delay)
+            later = functools.partial(
+                self.inbox.retry_later, entry.id, error, self.retry.not_finished_delay
+            )
+            await self._settle(later, "releasing", entry)
             self.metrics.retried += 1
 
     async def _fetch_back(self, entry: InboxEntry) -> ProcessCompleted | None:
@@ -378,7 +414,10 @@ class Dispatcher:
         if entry.attempts >= self.retry.max_attempts:
             await self._dead_letter(entry, error)
             return
-        await self.inbox.retry_later(entry.id, error, self.retry.delay(entry.attempts))
+        later = functools.partial(
+            self.inbox.retry_later, entry.id, error, self.retry.delay(entry.attempts)
+        )
+        await self._settle(later, "releasing", entry)
         self.metrics.retried += 1
 
     async def _dead_letter(self, entry: InboxEntry, error: str) -> None:
@@ -389,6 +428,7 @@ class Dispatcher:
             error,
             extra=log_fields(entry.event),
         )
-        await self.inbox.dead_letter(entry.id, error)
+        park = functools.partial(self.inbox.dead_letter, entry.id, error)
+        await self._settle(park, "dead-lettering", entry)
         self.metrics.dead_lettered += 1
         self.settled()

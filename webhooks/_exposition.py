@@ -88,16 +88,23 @@ class ReceiverCollector:
             entries.add_metric([outcome], count)
         yield entries
 
+        yield from _inbox_families(g)
+
         oldest = g.oldest_received_at()
         age = 0.0 if oldest is None else max(0.0, time.time() - oldest)
         gauges: list[tuple[str, str, float]] = [
-            ("webhooks_inbox_backlog", "Events stored, not finished (as known here)", g.backlog()),
             (
                 "webhooks_in_flight",
-                "Entries held here: queued, running, being acked",
+                "Entries this node holds: queued, running, being acked"
+                " (the shared inbox: webhooks_inbox_depth)",
                 g.in_flight(),
             ),
-            ("webhooks_oldest_pending_age_seconds", "Age of the oldest entry held here", age),
+            (
+                "webhooks_oldest_pending_age_seconds",
+                "Age of the oldest entry this node holds"
+                " (the shared inbox: webhooks_inbox_oldest_age_seconds)",
+                age,
+            ),
         ]
         if g.waiters is not None:
             waiting = g.waiters()
@@ -106,6 +113,38 @@ class ReceiverCollector:
             )
         for name, documentation, value in gauges:
             yield GaugeMetricFamily(name, documentation, value=value)
+
+
+def _inbox_families(g: Gauges) -> Iterator[Metric]:
+    """The shared inbox's figures, as the store last gave them; none when too old."""
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    stats = g.inbox()
+    if stats is None:
+        return
+    yield GaugeMetricFamily(
+        "webhooks_inbox_depth",
+        "Unfinished entries in the whole shared inbox, every node's (read from the store)",
+        value=stats.depth,
+    )
+    if not g.inbox_full:
+        return
+    yield GaugeMetricFamily(
+        "webhooks_inbox_oldest_age_seconds",
+        "Age of the oldest unfinished entry in the shared inbox (read from the store)",
+        value=stats.oldest_age or 0.0,
+    )
+    yield GaugeMetricFamily(
+        "webhooks_inbox_dead_letters",
+        "Dead letters in the shared inbox (read from the store)",
+        value=stats.dead,
+    )
+    yield CounterMetricFamily(
+        "webhooks_inbox_replays",
+        "Dead letters replayed on the shared inbox, by any node or the command line"
+        " (read from the store)",
+        value=stats.replayed,
+    )
 
 
 def _authorized(request: web.Request, token: str | None) -> bool:

@@ -18,6 +18,7 @@ from webhooks._backends import Backend
 from webhooks._backpressure import SharedDepth
 from webhooks._contract import Inbox, RegistrySink, ResultSink
 from webhooks._pool import WorkerPool
+from webhooks._store_gauges import StoreReading
 
 __all__ = ["Lifecycle"]
 
@@ -36,6 +37,8 @@ class Lifecycle:
     close_inbox: bool
     backend: Backend | None = None
     """Inbox and registry the receiver owns (built by ``from_redis``/``from_postgres``)."""
+    store: StoreReading | None = None
+    """The shared inbox's figures for the metrics, read while running (when metrics are on)."""
     state: str = attrs.field(default="new", init=False)
     _stop_task: asyncio.Task[None] | None = attrs.field(default=None, init=False)
     _stopped: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
@@ -55,6 +58,8 @@ class Lifecycle:
         except Exception as exc:
             logger.warning("the webhook inbox is unavailable at start (%s); answering 503", exc)
         await self.pool.start()
+        if self.store is not None:
+            self.store.start()
         self.state = "running"
         if isinstance(self.registry, RegistrySink):
             self.registry.set_healthy(True)
@@ -73,6 +78,8 @@ class Lifecycle:
         if isinstance(self.registry, RegistrySink):
             self.registry.set_healthy(False)
         await self.pool.stop(self.drain_timeout)
+        if self.store is not None:
+            await self.store.stop()
         self.state = "stopped"
         await self.depth.close()
         await self._close()

@@ -5,9 +5,12 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 from collections.abc import Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
+
+if TYPE_CHECKING:
+    from webhooks._admin import InboxStats
 
 __all__ = ["BOUNDS", "Gauges", "LatencyHistogram", "Metrics"]
 
@@ -122,9 +125,12 @@ class Metrics:
 
 @attrs.frozen
 class Gauges:
-    """What the receiver reads at scrape time besides its counters."""
+    """What the receiver reads at scrape time besides its counters: the shared inbox's figures
+    as the store last gave them (``None`` when too old; only the depth unless ``inbox_full``),
+    and this process's own."""
 
-    backlog: Callable[[], int]
+    inbox: Callable[[], InboxStats | None]
+    inbox_full: bool
     in_flight: Callable[[], int]
     oldest_received_at: Callable[[], float | None]
     waiters: Callable[[], int] | None

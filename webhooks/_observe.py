@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from asyncsdk import PROCESS_ID_ATTRIBUTE, ConfigurationError, ProcessCompleted
 from asyncsdk.telemetry import load_registry, load_tracer
+from webhooks._admin import InboxStats
 from webhooks._contract import InboxEntry
 from webhooks._metrics import BOUNDS, Gauges, Metrics
 
@@ -128,9 +129,11 @@ class ReceiverTelemetry:
     unless you pass it.  Metrics: ``webhooks_deliveries_total`` (outcome, reason),
     ``webhooks_ack_latency_seconds``, ``webhooks_handler_duration_seconds`` (handler, outcome),
     ``webhooks_entries_total`` (outcome: processed, failed, retried, dead_lettered, replayed,
-    forged, rewritten), ``webhooks_inbox_backlog``, ``webhooks_in_flight``,
-    ``webhooks_oldest_pending_age_seconds`` (of the entries this receiver holds) and
-    ``webhooks_registry_waiters``.
+    forged, rewritten), the shared inbox read from the store every 2 s
+    (``webhooks_inbox_depth``, ``webhooks_inbox_oldest_age_seconds``,
+    ``webhooks_inbox_dead_letters``, ``webhooks_inbox_replays_total``), this receiver's own
+    ``webhooks_in_flight`` and ``webhooks_oldest_pending_age_seconds`` (of the entries it holds),
+    and ``webhooks_registry_waiters``.
 
     ``tracing``: ``True`` for the global OpenTelemetry tracer provider, or a provider of yours:
     ``webhooks.delivery`` (server), ``webhooks.dispatch`` (consumer) and ``webhooks.handler``
@@ -286,7 +289,8 @@ def bind_receiver_telemetry(
     telemetry: ReceiverTelemetry,
     metrics: Metrics,
     *,
-    backlog: Callable[[], int],
+    inbox: Callable[[], InboxStats | None],
+    inbox_full: bool,
     in_flight: Callable[[], int],
     oldest_received_at: Callable[[], float | None],
     registry: object,
@@ -295,4 +299,4 @@ def bind_receiver_telemetry(
     (registry waiters when ``registry`` can count them)."""
     sink = registry if isinstance(registry, WaiterCount) else None
     waiters = None if sink is None else lambda: sink.pending_count
-    telemetry.bind(metrics, Gauges(backlog, in_flight, oldest_received_at, waiters))
+    telemetry.bind(metrics, Gauges(inbox, inbox_full, in_flight, oldest_received_at, waiters))

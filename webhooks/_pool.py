@@ -43,6 +43,8 @@ __all__ = ["WorkerPool"]
 logger = logging.getLogger("webhooks")
 
 _RELEASE_TIMEOUT: Final = 5.0
+_RENEW_RETRY: Final = 0.5
+"""Seconds between tries of a claim renewal that failed."""
 _NOT_STARTED: Final = "the receiver stopped before the entry started"
 
 
@@ -79,6 +81,9 @@ class WorkerPool:
     _ticker: asyncio.Task[None] | None = attrs.field(default=None, init=False)
     _heartbeat: asyncio.Task[None] | None = attrs.field(default=None, init=False)
     _stopping: bool = attrs.field(default=False, init=False)
+    _renewing: bool = attrs.field(default=False, init=False)
+    """The heartbeat renews claims: from :meth:`start` until the entries held at :meth:`stop`
+    are finished or handed back."""
     _dispatcher: Dispatcher = attrs.field(init=False)
     _acker: Acker = attrs.field(init=False)
     _size: ClaimSize = attrs.field(init=False)
@@ -117,6 +122,7 @@ class WorkerPool:
         with contextlib.suppress(Exception):
             self.backlog = await self.inbox.pending_count()
         self._stopping = False
+        self._renewing = True
         self._loops = [
             asyncio.create_task(self._work(), name=f"webhooks-worker-{n}")
             for n in range(self.workers)
@@ -212,17 +218,14 @@ class WorkerPool:
         # Each loop also ends on ``_stopping`` at its next turn: an inbox call that swallows its
         # cancellation (a store's client library may) returns, and the loop must not go on.
         self._wake.set()
-        for task in (self._feeder, self._ticker, self._heartbeat):
-            if task is not None:
-                task.cancel()
-        for task in (self._feeder, self._ticker, self._heartbeat):
-            if task is not None:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        # The heartbeat goes on renewing the claims of running entries and of acks not done
+        # yet until both are over (``_stop_renewing``).
+        await _cancelled(self._feeder, self._ticker)
         self._wake_workers(self.workers)  # idle workers see _stopping and end
         await self._release_ready()
         loops, self._loops = self._loops, []
         if not loops:
+            await self._stop_renewing()
             return
         started = time.monotonic()
         _, late = await asyncio.wait(loops, timeout=max(0.0, deadline))
@@ -235,11 +238,16 @@ class WorkerPool:
                 task.cancel()
             await asyncio.wait(late)
         await self._acker.sent(max(_RELEASE_TIMEOUT, deadline - (time.monotonic() - started)))
+        await self._stop_renewing()
         # Puts under way when the receiver stopped hand their entries over: give them back too.
         if self._claimed_puts:
             await asyncio.wait(set(self._claimed_puts), timeout=_RELEASE_TIMEOUT)
         self._stopped = True  # a put done later hands its entry back itself
         await self._release_ready()
+
+    async def _stop_renewing(self) -> None:
+        self._renewing = False
+        await _cancelled(self._heartbeat)
 
     async def _release_ready(self) -> None:
         """Hand back the claimed entries no worker started, so any process can take them now."""
@@ -349,16 +357,38 @@ class WorkerPool:
                 await asyncio.sleep(0)
 
     async def _beat(self) -> None:
+        """Renew the claims held here every third of ``claim_timeout``, and after a renewal
+        failed every ``_RENEW_RETRY`` seconds (or the third, when shorter).  A claim may be a
+        third of ``claim_timeout`` old when its store stops answering, so it outlives a store
+        that does not answer for less than two thirds of ``claim_timeout`` minus that pause."""
         interval = max(0.05, self.inbox.claim_timeout / 3)
+        pause = interval
+        failures = 0
         last_count = time.monotonic()
-        while not self._stopping:
-            await asyncio.sleep(interval)
+        while self._renewing:
+            await asyncio.sleep(pause)
+            pause = interval
             held = [*self._running, *(entry.id for entry in self._ready), *self._acker.held]
             if held:
                 try:
                     await self.inbox.extend(self.consumer, held)
-                except Exception:
-                    logger.exception("renewing webhook inbox claims failed")
+                except Exception as exc:
+                    failures += 1
+                    pause = min(interval, _RENEW_RETRY)
+                    if failures == 1:
+                        logger.warning(
+                            "renewing %d webhook inbox claim(s) failed (%r); trying again every"
+                            " %.1f s",
+                            len(held),
+                            exc,
+                            pause,
+                        )
+                    continue
+                if failures:
+                    logger.warning("webhook inbox claims renewed after %d failure(s)", failures)
+                    failures = 0
+            if self._stopping:
+                continue  # renewing only, for the entries still held while stopping
             if time.monotonic() - last_count >= 10 * self.poll_interval:
                 last_count = time.monotonic()
                 with contextlib.suppress(Exception):
@@ -393,3 +423,14 @@ class WorkerPool:
 
     def _settled(self) -> None:
         self.backlog = max(0, self.backlog - 1)
+
+
+async def _cancelled(*tasks: asyncio.Task[None] | None) -> None:
+    """Cancel the tasks and wait until they end."""
+    for task in tasks:
+        if task is not None:
+            task.cancel()
+    for task in tasks:
+        if task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

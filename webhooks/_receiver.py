@@ -50,6 +50,7 @@ from webhooks._observe import (
 from webhooks._options import check_receiver_options
 from webhooks._pool import WorkerPool
 from webhooks._setup import OneCallSetup
+from webhooks._store_gauges import StoreReading
 from webhooks._verify import TOKEN_PARAM
 
 __all__ = ["RECEIVER_KEY", "WebhookReceiver"]
@@ -207,10 +208,14 @@ class WebhookReceiver(OneCallSetup):
             telemetry=self.telemetry,
         )
         if telemetry is not None:
+            store = StoreReading(inbox=inbox)
+            if telemetry.registry is not None:  # read only for Prometheus to scrape
+                self._life.store = store
             bind_receiver_telemetry(
                 telemetry,
                 self.metrics,
-                backlog=lambda: self._pool.backlog,
+                inbox=store.current,
+                inbox_full=store.full,
                 in_flight=lambda: self._pool.in_flight,
                 oldest_received_at=self._pool.oldest_received_at,
                 registry=registry,

@@ -36,12 +36,12 @@ DESCRIPTION = """\
 Look into a webhook receiver's inbox and deal with its dead letters (events whose handlers failed
 max_attempts times):
 
-  stats            unfinished events, the age of the oldest, dead letters; for Redis, what a
-                   crash of its host can lose (its persistence settings) and the acknowledged
-                   events it was found to have lost
+  stats            unfinished events, the age of the oldest, dead letters, replays so far; for
+                   Redis, what a crash of its host can lose (its persistence settings) and the
+                   acknowledged events it was found to have lost
   dead             list the dead letters, oldest first (their ids, events and last errors)
   replay ID...     hand dead letters to the receivers again (attempts start over; no second
-                   dedup claim: the event is handled once more, once)
+                   dedup claim: the event is handled once more, once); counted in the store
   purge ID...      drop dead letters for good (the sender's retries stay duplicates)
 
 Name the inbox the receivers use: --redis URL [--prefix P], --postgres DSN [--schema S] or
@@ -74,7 +74,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         description=DESCRIPTION,
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    stats = actions.add_parser("stats", parents=[store], help="depth, oldest age, dead letters")
+    stats = actions.add_parser(
+        "stats", parents=[store], help="depth, oldest age, dead letters, replays"
+    )
     stats.add_argument("--json", action="store_true", help="one JSON object")
     stats.set_defaults(handler=_stats)
     dead = actions.add_parser("dead", parents=[store], help="list dead letters")
@@ -179,6 +181,7 @@ async def _stats(args: argparse.Namespace) -> int:
         else:
             age = "-" if stats.oldest_age is None else f"{stats.oldest_age:.1f} s"
             print(f"unfinished  {stats.depth}\noldest      {age}\ndead        {stats.dead}")
+            print(f"replayed    {stats.replayed}")
             if stats.durability is not None:
                 print(f"durability  {stats.durability}")
             if stats.durability is not None or stats.lost:

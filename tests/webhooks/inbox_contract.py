@@ -217,6 +217,20 @@ class InboxContract:
         with pytest.raises(UnknownEntryError):
             await inbox.replay("999999")
 
+    async def test_the_store_counts_replays(self, inbox: Inbox) -> None:
+        assert isinstance(inbox, InspectableInbox)
+        assert (await inbox.stats()).replayed == 0
+        for pid in ("p-1", "p-2"):
+            await inbox.put(event(pid), b"x")
+        for entry in await inbox.claim_batch("c1", 10):
+            await inbox.dead_letter(entry.id, "gave up")
+        first, second = await inbox.dead_letters()
+        await inbox.replay(first.id)
+        with pytest.raises(UnknownEntryError):
+            await inbox.replay(first.id)  # refused: not counted
+        await inbox.replay(second.id)
+        assert (await inbox.stats()).replayed == 2
+
     async def test_stats_count_depth_age_and_dead_letters(self, inbox: Inbox) -> None:
         assert isinstance(inbox, InspectableInbox)
         empty = await inbox.stats()

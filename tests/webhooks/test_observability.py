@@ -15,13 +15,14 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
+from inbox_contract import event
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from PIL import Image
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
-from whtools import HOOK, JSON, TOKEN, encode, idle, payload, serve
+from whtools import HOOK, JSON, TOKEN, encode, eventually, idle, payload, serve
 
 from asyncsdk import (
     PROCESS_ID_ATTRIBUTE,
@@ -33,6 +34,8 @@ from asyncsdk import (
 )
 from asyncsdk.sandbox import Sandbox
 from webhooks import (
+    InboxStats,
+    InboxUnavailableError,
     MemoryInbox,
     ReceiverTelemetry,
     RedactingAccessLogger,
@@ -128,7 +131,8 @@ async def test_a_photo_from_upload_to_process_completed(
     assert found["webhooks_ack_latency_seconds_count"] == [({}, 1.0)]
     handler_runs = found["webhooks_handler_duration_seconds_count"]
     assert handler_runs == [({"handler": publish.__qualname__, "outcome": "ok"}, 1.0)]
-    assert found["webhooks_inbox_backlog"] == [({}, 0.0)]
+    assert found["webhooks_in_flight"] == [({}, 0.0)]  # this receiver's own
+    assert "webhooks_inbox_depth" in found  # the shared inbox's, read from the store
     assert found["webhooks_registry_waiters"] == [({}, 0.0)]
     created = {"method": "POST", "endpoint": "/v3/process", "status": "201"}
     assert (created, 1.0) in found["asyncsdk_client_requests_total"]
@@ -239,3 +243,62 @@ def test_receivers_in_one_process_keep_their_metrics_apart() -> None:
     shared = ReceiverTelemetry(metrics=first.registry)
     with pytest.raises(ConfigurationError, match="CollectorRegistry of its own"):
         WebhookReceiver(inbox=MemoryInbox(), verifier=TokenVerifier(TOKEN), telemetry=shared)
+
+
+class StatsDown(MemoryInbox):
+    """A memory inbox whose ``stats()`` fails once ``down`` is set, as a store out of reach."""
+
+    down = False
+
+    async def stats(self) -> InboxStats:
+        if self.down:
+            raise InboxUnavailableError("the store does not answer")
+        return await super().stats()
+
+
+async def test_the_shared_inbox_gauges_come_from_the_store_and_go_when_it_is_out_of_reach() -> None:
+    inbox = StatsDown()
+    for pid in ("p-1", "p-2", "p-3"):
+        assert await inbox.put(event(pid), b"{}")
+    telemetry = ReceiverTelemetry(metrics=True)
+    receiver = WebhookReceiver(inbox=inbox, verifier=TokenVerifier(TOKEN), telemetry=telemetry)
+    release = asyncio.Event()
+
+    @receiver.on_completed()
+    async def held(_: ProcessCompleted) -> None:
+        await release.wait()
+
+    assert telemetry.registry is not None
+    registry = telemetry.registry
+
+    async def samples() -> dict[str, float]:
+        text = (await _exposition(registry)).decode()
+        return {
+            sample.name: sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if not sample.labels
+        }
+
+    async with serve(receiver):
+
+        async def read() -> bool:
+            found = await samples()
+            return found.get("webhooks_inbox_depth") == 3.0
+
+        await eventually(read, "the depth read from the store", limit=10, step=0.1)
+        found = await samples()
+        assert found["webhooks_inbox_dead_letters"] == 0.0
+        assert found["webhooks_inbox_replays_total"] == 0.0
+        assert found["webhooks_inbox_oldest_age_seconds"] >= 0.0
+
+        inbox.down = True  # three reads (6 s) without an answer: no figure rather than a stale one
+
+        async def dropped() -> bool:
+            return "webhooks_inbox_depth" not in await samples()
+
+        await eventually(dropped, "the stale depth to be dropped", limit=15, step=0.2)
+        assert "webhooks_in_flight" in await samples()  # this node's own figures stay
+        inbox.down = False
+        await eventually(read, "the depth read again", limit=10, step=0.1)
+        release.set()

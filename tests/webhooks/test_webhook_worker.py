@@ -152,12 +152,105 @@ async def test_a_failed_ack_does_not_run_succeeded_handlers_again() -> None:
     receiver.add_handler(seen)
     await receiver.start()
     try:
-        # The claim times out, this process claims the entry again and only acks it.
+        # The ack is sent again; the handler is not called again.
         await wait_until(lambda: receiver.metrics.processed == 1, "the second ack")
     finally:
         await receiver.stop()
     assert inbox.failed
     assert seen.ids == ["p-0"]
+
+
+class StallingInbox(PacedInbox):
+    """A memory inbox whose acks, or whole store, can be switched off for a while, as a store
+    that stalls or drops its connections would; another process's claims still reach it."""
+
+    def __init__(self, *, claim_timeout: float) -> None:
+        super().__init__(claim_timeout=claim_timeout)
+        self.acks_down = False
+        self.down = False
+        self.failed_acks = 0
+
+    def _check(self, acks: bool = False) -> None:
+        if self.down or (acks and self.acks_down):
+            if acks:
+                self.failed_acks += 1
+            raise InboxUnavailableError("the store does not answer")
+
+    async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
+        self._check()
+        return await super().claim_batch(consumer, limit)
+
+    async def extend(self, consumer: str, entry_ids: Sequence[str]) -> None:
+        self._check()
+        await super().extend(consumer, entry_ids)
+
+    async def ack_many(self, entry_ids: Sequence[str]) -> None:
+        self._check(acks=True)
+        await super().ack_many(entry_ids)
+
+
+async def nobody_else_gets(inbox: MemoryInbox, seconds: float) -> None:
+    """For ``seconds``, another process that claims from ``inbox`` gets nothing."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + seconds
+    while loop.time() < end:
+        assert await MemoryInbox.claim_batch(inbox, "another-process", 10) == []
+        await asyncio.sleep(0.05)
+
+
+async def test_acks_failing_past_the_claim_timeout_are_sent_again_and_the_claim_kept() -> None:
+    inbox = StallingInbox(claim_timeout=0.3)
+    inbox.acks_down = True
+    await store(inbox, 3)
+    receiver = receiver_for(inbox, poll_interval=0.05, close_inbox=False)
+    seen = Recorder()
+    receiver.add_handler(seen)
+    await receiver.start()
+    try:
+        await wait_until(lambda: inbox.failed_acks >= 2, "the ack to fail, twice")
+        # Three claim timeouts with every ack failing: the entries stay with this process,
+        # which renews their claims; before, another process took them and ran them again.
+        await nobody_else_gets(inbox, 1.0)
+        assert receiver._pool.in_flight == 3  # held while their acks are tried again
+        inbox.acks_down = False
+        await wait_until(lambda: receiver.metrics.processed == 3, "the acks to get through")
+    finally:
+        await receiver.stop()
+    assert sorted(seen.ids) == ["p-0", "p-1", "p-2"]
+    assert await inbox.pending_count() == 0
+
+
+async def test_a_store_down_for_less_than_two_thirds_of_the_claim_timeout_keeps_the_claims() -> (
+    None
+):
+    inbox = StallingInbox(claim_timeout=3.0)
+    await store(inbox, 3)
+    receiver = receiver_for(inbox, poll_interval=0.05, close_inbox=False)
+    seen = Recorder()
+    release = asyncio.Event()
+
+    async def held(event: ProcessCompleted) -> None:
+        await seen(event)
+        await release.wait()
+
+    receiver.add_handler(held)
+    await receiver.start()
+    try:
+        await wait_until(lambda: len(seen.ids) == 3, "the handlers to start")
+        inbox.down = True  # claims, renewals and acks all fail
+        # Past a renewal (every 1 s); less than two thirds of the claim timeout less the retry
+        # pause (2 - 0.5 s), the most a claim renewed a third of the timeout ago can wait for.
+        await asyncio.sleep(1.2)
+        inbox.down = False
+        # A renewal gets through within its retry pause, before any claim lapses.
+        await nobody_else_gets(inbox, 2.0)
+        release.set()
+        await wait_until(lambda: receiver.metrics.processed == 3, "the acks to get through")
+    finally:
+        release.set()
+        await receiver.stop()
+    assert sorted(seen.ids) == ["p-0", "p-1", "p-2"]
+    assert await inbox.pending_count() == 0
 
 
 class OwnInbox:

@@ -11,10 +11,10 @@ from webhooks._redis._scripts import _COMMON
 
 __all__ = ["ADMIN_SCRIPTS"]
 
-# ARGV: none.  Returns {depth, dead, age of the oldest unfinished entry in ms or -1, entries found
-# lost, the last loss ("<ms> <from> <to>") or false}.  The stream
-# holds unfinished entries and dead letters only, oldest first: the first id not in ``dead`` is
-# the oldest unfinished one (looked for among the first 1,000 entries).
+# KEYS[8]: the count of replays.  ARGV: none.  Returns {depth, dead, age of the oldest unfinished
+# entry in ms or -1, entries found lost, the last loss ("<ms> <from> <to>") or false, replays}.
+# The stream holds unfinished entries and dead letters only, oldest first: the first id not in
+# ``dead`` is the oldest unfinished one (looked for among the first 1,000 entries).
 STATS: Final = (
     _COMMON
     + """
@@ -34,7 +34,7 @@ end
 local age = -1
 if oldest then age = now_ms() - tonumber(string.match(oldest, '^(%d+)')) end
 return {depth, dead_count, age, tonumber(redis.call('HGET', losses, 'count') or '0'),
-        redis.call('HGET', losses, 'last')}
+        redis.call('HGET', losses, 'last'), tonumber(redis.call('GET', KEYS[8]) or '0')}
 """
 )
 

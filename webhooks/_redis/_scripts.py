@@ -92,6 +92,8 @@ class InboxKeys:
             *(self.stream, self.attempts, self.errors, self.delayed, self.dead),
             *(self.seq, self.losses),
         ]
+        self.replayed = base + "replayed"
+        """The count of replays (KEYS[8] of REPLAY and STATS only)."""
 
     def dedup(self, dedup_text: str) -> str:
         return self.dedup_prefix + dedup_text
@@ -364,7 +366,7 @@ return out
 """
 )
 
-# ARGV: id, ttl.  Returns 0 when the id is not a dead letter.
+# KEYS[8]: the count of replays.  ARGV: id, ttl.  Returns 0 when the id is not a dead letter.
 REPLAY: Final = (
     _COMMON
     + """
@@ -373,6 +375,8 @@ if redis.call('ZREM', dead, id) == 0 then return 0 end
 if #redis.call('XRANGE', stream, id, id) == 0 then forget(id) return 0 end
 redis.call('HSET', attempts, id, 0)
 redis.call('ZADD', delayed, now_ms(), id)
+redis.call('INCR', KEYS[8])
+redis.call('EXPIRE', KEYS[8], ARGV[2])
 touch(ARGV[2])
 return 1
 """

@@ -74,6 +74,7 @@ CREATE TABLE IF NOT EXISTS webhook_inbox (
 );
 CREATE INDEX IF NOT EXISTS webhook_inbox_due ON webhook_inbox (state, due_at);
 CREATE INDEX IF NOT EXISTS webhook_inbox_finished ON webhook_inbox (state, finished_at);
+CREATE TABLE IF NOT EXISTS webhook_inbox_counts (name TEXT PRIMARY KEY, n INTEGER NOT NULL);
 """
 PENDING: Final = "pending"
 DONE: Final = "done"

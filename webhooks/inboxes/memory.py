@@ -67,6 +67,7 @@ class MemoryInbox:
     _ids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
     _dead: int = attrs.field(default=0, init=False)
     """Records dead-lettered, so that the depth is a subtraction, not a count."""
+    _replayed: int = attrs.field(default=0, init=False)
     _closed: bool = attrs.field(default=False, init=False)
 
     def _open(self) -> None:
@@ -215,6 +216,7 @@ class MemoryInbox:
         self._dead -= 1
         record.attempts = 0
         record.due_at = self.clock()
+        self._replayed += 1
 
     async def purge(self, entry_id: str) -> None:
         """Drop a dead letter for good: :meth:`~webhooks.InspectableInbox.purge`."""
@@ -232,6 +234,7 @@ class MemoryInbox:
             depth=len(pending),
             oldest_age=self.clock() - min(pending) if pending else None,
             dead=self._dead,
+            replayed=self._replayed,
         )
 
     async def pending_count(self) -> int:

@@ -264,9 +264,9 @@ class PostgresInbox:
     async def stats(self) -> InboxStats:
         """Depth, oldest entry's age, dead letters: :meth:`~webhooks.InspectableInbox.stats`."""
         row = await self._call("stats", lambda pool: pool.fetchrow(self._statements.stats))
-        depth, oldest_age, dead = row if row is not None else (0, None, 0)
+        depth, oldest_age, dead, replayed = row if row is not None else (0, None, 0, 0)
         age = None if oldest_age is None else max(0.0, float(oldest_age))
-        return InboxStats(depth=int(depth), oldest_age=age, dead=int(dead))
+        return InboxStats(depth=int(depth), oldest_age=age, dead=int(dead), replayed=int(replayed))
 
     async def pending_count(self) -> int:
         """Entries neither acked nor dead-lettered: :meth:`~webhooks.Inbox.pending_count`."""

@@ -441,7 +441,7 @@ class RedisInbox:
     async def replay(self, entry_id: str) -> None:
         """Move a dead letter back to pending, attempts reset: :meth:`~webhooks.Inbox.replay`."""
         if not _scripts.is_entry_id(entry_id) or not await self._run(
-            "REPLAY", self._keys.keys, [entry_id, self._ttl]
+            "REPLAY", [*self._keys.keys, self._keys.replayed], [entry_id, self._ttl]
         ):
             raise UnknownEntryError(
                 f"no dead letter with id {entry_id!r} in the inbox under {self.prefix!r};"
@@ -461,8 +461,9 @@ class RedisInbox:
 
     async def stats(self) -> InboxStats:
         """Depth, oldest age, dead letters; what a host crash can lose, as the server's
-        persistence says now; acknowledged entries found lost."""
-        depth, dead, age_ms, lost, last = await self._run("STATS", self._keys.keys, [])
+        persistence says now; acknowledged entries found lost; replays so far."""
+        keys = [*self._keys.keys, self._keys.replayed]
+        depth, dead, age_ms, lost, last, replayed = await self._run("STATS", keys, [])
         age = None if int(age_ms) < 0 else int(age_ms) / 1000
         persistence = await self._persistence()
         return InboxStats(
@@ -472,6 +473,7 @@ class RedisInbox:
             durability=f"{persistence.describe()}: {crash_loss(persistence)}",
             lost=int(lost),
             last_loss=last_loss(last),
+            replayed=int(replayed),
         )
 
     async def pending_count(self) -> int:

@@ -241,6 +241,10 @@ class SQLiteInbox:
             )
             if cur.rowcount != 1:
                 raise UnknownEntryError(f"no dead letter with id {entry_id!r}; list dead_letters()")
+            conn.execute(
+                "INSERT INTO webhook_inbox_counts VALUES ('replayed', 1)"
+                " ON CONFLICT (name) DO UPDATE SET n = n + 1"
+            )
 
         if not entry_id.isdigit():
             raise UnknownEntryError(f"no dead letter with id {entry_id!r}; list dead_letters()")
@@ -272,8 +276,13 @@ class SQLiteInbox:
             (dead,) = conn.execute(
                 "SELECT COUNT(*) FROM webhook_inbox WHERE state = ?", (db.DEAD,)
             ).fetchone()
+            (replayed,) = conn.execute(
+                "SELECT COALESCE(MAX(n), 0) FROM webhook_inbox_counts WHERE name = 'replayed'"
+            ).fetchone()
             age = None if oldest is None else max(0.0, time.time() - float(oldest))
-            return InboxStats(depth=int(depth), oldest_age=age, dead=int(dead))
+            return InboxStats(
+                depth=int(depth), oldest_age=age, dead=int(dead), replayed=int(replayed)
+            )
 
         stats: InboxStats = await self._db.submit(op, db.READ)
         return stats

@@ -1,0 +1,107 @@
+"""One receiver process on a shared Redis or PostgreSQL inbox (run as a script, not collected).
+
+An aiohttp app on 127.0.0.1 (a free port) with the webhook receiver mounted at ``/hooks/``,
+serving its Prometheus metrics at ``/hooks/metrics`` (token: ``METRICS_TOKEN``).  Its plain
+handler appends the process id to the file RUNS (one line per run, from any node); events whose
+status is ``failed`` also go to an ``atomic=True`` handler that counts them in the store, with
+the ack: the Redis hash ``<prefix>test:effects``, or the table ``public.effects``.  With
+``hold``, the plain handler waits for a SIGUSR1 to the process before it records its run.  Prints
+``{"ready": NAME, "port": N}`` once serving; stops on SIGTERM.
+
+    python shared_node.py redis|postgres URL PREFIX_OR_SCHEMA TOKEN NAME RUNS CLAIM_TIMEOUT [hold]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+from typing import Any
+
+from aiohttp import web
+
+from asyncsdk import ProcessCompleted
+from webhooks import (
+    PostgresInbox,
+    PostgresWrites,
+    RedisInbox,
+    RedisWrites,
+    TokenVerifier,
+    WebhookReceiver,
+)
+
+METRICS_TOKEN = "metrics-" + "m3tr1c5" * 4
+HANDLER_SECONDS = 0.02
+
+
+async def main(
+    backend: str,
+    url: str,
+    where: str,
+    token: str,
+    name: str,
+    runs: str,
+    claim_timeout: str,
+    mode: str = "",
+) -> None:
+    logging.basicConfig(format=f"node {name}: %(levelname)s %(name)s %(message)s")
+    timeout = float(claim_timeout)
+    inbox: Any
+    if backend == "redis":
+        inbox = RedisInbox(url, prefix=where, claim_timeout=timeout)
+    else:
+        inbox = PostgresInbox(url, schema=where, claim_timeout=timeout)
+    receiver = WebhookReceiver(
+        inbox=inbox,
+        verifier=TokenVerifier(token),
+        workers=4,
+        poll_interval=0.05,
+        consumer=f"node-{name}",
+        metrics_route=True,
+        metrics_token=METRICS_TOKEN,
+    )
+    released = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, released.set)
+    out = os.open(runs, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    @receiver.on_completed()
+    async def record(event: ProcessCompleted) -> None:
+        await asyncio.sleep(HANDLER_SECONDS)
+        if mode == "hold":
+            await released.wait()
+        os.write(out, f"{event.process_id}\n".encode())  # one append: whole lines
+
+    @receiver.on_completed(status="failed", atomic=True)
+    async def effect(event: ProcessCompleted, writes: Any) -> None:
+        if backend == "redis":
+            redis_writes: RedisWrites = writes
+            redis_writes.call("HINCRBY", f"{where}test:effects", event.process_id, 1)
+        else:
+            postgres_writes: PostgresWrites = writes
+            postgres_writes.execute(
+                "INSERT INTO public.effects VALUES ($1, 1)"
+                " ON CONFLICT (process_id) DO UPDATE SET n = effects.n + 1",
+                event.process_id,
+            )
+
+    app = web.Application()
+    receiver.setup(app, prefix="/hooks/")
+    runner = web.AppRunner(app, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    print(json.dumps({"ready": name, "port": port}), flush=True)
+
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    await stop.wait()
+    await runner.cleanup()
+    os.close(out)
+
+
+if __name__ == "__main__":
+    asyncio.run(main(*sys.argv[1:9]))
