@@ -88,10 +88,11 @@ def parse_entry(row: Sequence[object]) -> InboxEntry:
     if not isinstance(entry_id, bytes) or not isinstance(fields, list):
         raise InboxError(f"unexpected reply from an inbox script: {row!r}")
     data = dict(zip(fields[::2], fields[1::2], strict=True))
+    raw = bytes(data[b"raw"])
     return InboxEntry(
         id=entry_id.decode(),
-        event=decode_event(data[b"event"]),
-        raw=bytes(data[b"raw"]),
+        event=decode_event(data[b"event"], raw),
+        raw=raw,
         attempts=int(attempts) if isinstance(attempts, int | bytes) else 0,
         last_error=error.decode("utf-8", "replace") if isinstance(error, bytes) else None,
         received_at=float(data[b"at"]),
