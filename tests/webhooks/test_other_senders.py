@@ -1,0 +1,414 @@
+"""Any sender's webhooks, signed by the real sender libraries, on every inbox backend.
+
+The ``svix`` and ``standardwebhooks`` packages sign the deliveries, as Svix and the Standard
+Webhooks senders do in production; an :class:`EventReceiver` verifies them, stores each once per
+message id, and runs its handlers by event type.  Also here: a receiver process killed with
+SIGKILL and started again handles each message once, on SQLite, Redis and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import datetime
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import standardwebhooks
+import svix.webhooks
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+from whtools import JSON, TOKEN, encode, eventually, idle, payload, serve
+
+from asyncsdk import ConfigurationError, ProcessCompleted
+from webhooks import (
+    EventReceiver,
+    Inbox,
+    MemoryInbox,
+    PostgresInbox,
+    RedisInbox,
+    SQLiteInbox,
+    StandardWebhooksVerifier,
+    TokenVerifier,
+    WebhookEvent,
+    WebhookReceiver,
+)
+
+SCRIPT = Path(__file__).with_name("event_receiver_script.py")
+ROOT = Path(__file__).resolve().parents[2]
+SECRET = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"  # as event_receiver_script.py
+OTHER_SECRET = "whsec_" + base64.b64encode(b"another-key-of-32-bytes-exactly!").decode()
+
+Sign = Callable[[str, str, int, bytes], str]
+
+
+def sign_with_svix(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
+    when = datetime.datetime.fromtimestamp(timestamp, datetime.UTC)
+    return svix.webhooks.Webhook(secret).sign(msg_id, when, body.decode())
+
+
+def sign_with_standardwebhooks(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
+    when = datetime.datetime.fromtimestamp(timestamp, datetime.UTC)
+    return standardwebhooks.Webhook(secret).sign(msg_id, when, body.decode())
+
+
+SENDERS = [
+    pytest.param(sign_with_svix, id="svix"),
+    pytest.param(sign_with_standardwebhooks, id="standardwebhooks"),
+]
+
+
+def signed(
+    sign: Sign, msg_id: str, body: bytes, *, secret: str = SECRET, timestamp: int | None = None
+) -> dict[str, str]:
+    """The headers a Standard Webhooks sender puts on a delivery, signed by its library."""
+    ts = int(time.time()) if timestamp is None else timestamp
+    return {
+        **JSON,
+        "webhook-id": msg_id,
+        "webhook-timestamp": str(ts),
+        "webhook-signature": sign(secret, msg_id, ts, body),
+    }
+
+
+def envelope(event_type: str, **data: Any) -> bytes:
+    """A body as Standard Webhooks senders send it: type, timestamp, data."""
+    body = {"type": event_type, "timestamp": "2026-11-27T12:00:00.000000Z", "data": data}
+    return json.dumps(body, ensure_ascii=False).encode()
+
+
+@pytest.fixture(
+    params=[
+        "memory",
+        "sqlite",
+        pytest.param("redis", marks=pytest.mark.redis),
+        pytest.param("postgres", marks=pytest.mark.postgres),
+    ]
+)
+def new_inbox(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Inbox]:
+    """A fresh inbox on each backend, in a file, prefix or schema of the test's own."""
+    backend = request.param
+    if backend == "memory":
+        return MemoryInbox
+    if backend == "sqlite":
+        return lambda: SQLiteInbox(tmp_path / "events.sqlite3")
+    if backend == "redis":
+        url = request.getfixturevalue("redis_url")
+        prefix = request.getfixturevalue("redis_prefix")
+        return lambda: RedisInbox(url, prefix=prefix)
+    dsn = request.getfixturevalue("postgres_dsn")
+    schema = request.getfixturevalue("postgres_schema")
+    return lambda: PostgresInbox(dsn, schema=schema)
+
+
+class Seen:
+    """A handler that records the events it gets."""
+
+    def __init__(self) -> None:
+        self.events: list[WebhookEvent] = []
+
+    async def __call__(self, event: WebhookEvent) -> None:
+        self.events.append(event)
+
+    @property
+    def ids(self) -> list[str]:
+        return sorted(event.id for event in self.events)
+
+
+@pytest.mark.parametrize("sign", SENDERS)
+async def test_a_sender_library_s_deliveries_are_stored_once_and_handled_by_type(
+    new_inbox: Callable[[], Inbox], sign: Sign
+) -> None:
+    receiver = EventReceiver(
+        inbox=new_inbox(), verifier=StandardWebhooksVerifier(SECRET), poll_interval=0.05
+    )
+    paid, every = Seen(), Seen()
+    receiver.on("invoice.paid")(paid)
+    receiver.on_any()(every)
+    paid_body = envelope("invoice.paid", invoice="in_1", amount=4200, note="reçu ✓")
+    sent_at = int(time.time())
+    async with serve(receiver, prefix="/billing/") as client:
+        response = await client.post(
+            "/billing/", data=paid_body, headers=signed(sign, "msg_1", paid_body, timestamp=sent_at)
+        )
+        assert response.status == 200
+        assert await response.json() == {"status": "accepted"}
+        other = envelope("customer.created", customer="cus_1")
+        response = await client.post("/billing/", data=other, headers=signed(sign, "msg_2", other))
+        assert await response.json() == {"status": "accepted"}
+        # The sender's retry of msg_1, signed again later: a duplicate, stored once.
+        response = await client.post(
+            "/billing/", data=paid_body, headers=signed(sign, "msg_1", paid_body)
+        )
+        assert response.status == 200
+        assert await response.json() == {"status": "duplicate"}
+
+        refused = {
+            "tampered": (paid_body.replace(b"4200", b"9900"), signed(sign, "msg_3", paid_body)),
+            "stale": (
+                paid_body,
+                signed(sign, "msg_4", paid_body, timestamp=int(time.time()) - 600),
+            ),
+            "unknown secret": (
+                paid_body,
+                signed(sign, "msg_5", paid_body, secret=OTHER_SECRET),
+            ),
+        }
+        for what, (body, headers) in refused.items():
+            response = await client.post("/billing/", data=body, headers=headers)
+            assert response.status == 401, what
+        await idle(receiver)
+
+    assert paid.ids == ["msg_1"]
+    assert every.ids == ["msg_1", "msg_2"]
+    [event] = paid.events
+    assert event.type == "invoice.paid"
+    assert event.timestamp == sent_at
+    assert event.data == {"invoice": "in_1", "amount": 4200, "note": "reçu ✓"}
+    assert event.raw == paid_body
+    assert event.dedup_key == ("webhook", "msg_1")
+    assert receiver.metrics.accepted == 2
+    assert receiver.metrics.duplicate == 1
+    assert receiver.metrics.processed == 2
+    assert sum(receiver.metrics.rejected.values()) == 3
+
+
+async def test_a_failing_handler_is_retried_then_dead_lettered_and_replayed(
+    new_inbox: Callable[[], Inbox],
+) -> None:
+    receiver = EventReceiver(
+        inbox=new_inbox(),
+        verifier=StandardWebhooksVerifier(SECRET),
+        poll_interval=0.05,
+        retry_base=0.01,
+        max_attempts=2,
+    )
+    attempts: list[int] = []
+    healthy = asyncio.Event()
+
+    @receiver.on("invoice.paid")
+    async def flaky(event: WebhookEvent, info: Any) -> None:
+        attempts.append(info.attempt)
+        if not healthy.is_set():
+            raise RuntimeError("the ledger is down")
+
+    body = envelope("invoice.paid", invoice="in_9")
+    async with serve(receiver) as client:
+        response = await client.post(
+            "/hooks/", data=body, headers=signed(sign_with_standardwebhooks, "msg_9", body)
+        )
+        assert await response.json() == {"status": "accepted"}
+        [dead] = await eventually(receiver.dead_letters, "the entry to be dead-lettered")
+        assert isinstance(dead.event, WebhookEvent)
+        assert (dead.event.id, dead.event.type) == ("msg_9", "invoice.paid")
+        assert dead.event.data == {"invoice": "in_9"}
+        assert "the ledger is down" in (dead.last_error or "")
+        healthy.set()
+        await receiver.replay(dead.id)
+        await idle(receiver)
+        assert await receiver.dead_letters() == []
+    assert attempts == [1, 2, 1]
+    assert receiver.metrics.dead_lettered == 1
+
+
+@pytest.mark.parametrize(
+    ("headers", "body", "reason"),
+    [
+        ({}, envelope("a.b"), "missing header webhook-id or svix-id"),
+        ({"webhook-id": "m" * 201}, envelope("a.b"), "201 characters long, over the 200"),
+        ({"webhook-id": "m"}, b'{"data": {}}', "the body's 'type' is missing"),
+        ({"webhook-id": "m"}, b'{"type": 7}', "the body's 'type' is a number"),
+        ({"webhook-id": "m"}, b"[1, 2]", "the body's 'type' is missing"),
+        ({"webhook-id": "m", "webhook-timestamp": "soon"}, envelope("a.b"), "Unix seconds"),
+        ({"webhook-id": "m"}, b'{"type": "a.b"', "not valid JSON"),
+    ],
+    ids=["no id", "long id", "no type", "numeric type", "array", "bad timestamp", "bad json"],
+)
+async def test_a_delivery_without_what_an_event_needs_is_refused_with_the_fix(
+    headers: dict[str, str], body: bytes, reason: str
+) -> None:
+    """A verifier that accepts anything lets the kind's own checks speak."""
+
+    class AcceptAll:
+        path_tokens = ()
+
+        def verify(self, delivery: Any) -> None:
+            return None
+
+    receiver = EventReceiver(inbox=MemoryInbox(), verifier=AcceptAll())
+    async with serve(receiver) as client:
+        response = await client.post("/hooks/", data=body, headers={**JSON, **headers})
+        assert response.status == 400
+        assert reason in (await response.json())["error"]
+        assert await receiver.inbox.pending_count() == 0
+
+
+async def test_the_service_s_receiver_and_another_sender_s_mount_side_by_side(
+    tmp_path: Path,
+) -> None:
+    service = WebhookReceiver(
+        inbox=SQLiteInbox(tmp_path / "service.sqlite3"),
+        verifier=TokenVerifier(TOKEN),
+        poll_interval=0.05,
+    )
+    billing = EventReceiver(
+        inbox=SQLiteInbox(tmp_path / "billing.sqlite3"),
+        verifier=StandardWebhooksVerifier(SECRET),
+        poll_interval=0.05,
+    )
+    completed: list[ProcessCompleted] = []
+    paid = Seen()
+    service.on_completed()(_append_to(completed))
+    billing.on("invoice.paid")(paid)
+    app = web.Application()
+    service.setup(app, prefix="/hooks/")
+    billing.setup(app, prefix="/billing/")
+    async with TestClient(TestServer(app, host="127.0.0.1")) as client:
+        response = await client.post(f"/hooks/{TOKEN}", data=encode(payload("p-1")), headers=JSON)
+        assert await response.json() == {"status": "accepted"}
+        body = envelope("invoice.paid", invoice="in_2")
+        response = await client.post(
+            "/billing/", data=body, headers=signed(sign_with_svix, "msg_7", body)
+        )
+        assert await response.json() == {"status": "accepted"}
+        # Each receiver refuses the other's deliveries: a token is no signature, and back.
+        response = await client.post(f"/billing/{TOKEN}", data=encode(payload("p-2")), headers=JSON)
+        assert response.status == 401
+        response = await client.post(
+            "/hooks/", data=body, headers=signed(sign_with_svix, "msg_8", body)
+        )
+        assert response.status == 401
+        await idle(service)
+        await idle(billing)
+    assert [event.process_id for event in completed] == ["p-1"]
+    assert paid.ids == ["msg_7"]
+
+
+def _append_to(events: list[ProcessCompleted]) -> Callable[[ProcessCompleted], Any]:
+    async def handler(event: ProcessCompleted) -> None:
+        events.append(event)
+
+    return handler
+
+
+async def test_a_generic_receiver_takes_no_option_of_the_service_s_events() -> None:
+    with pytest.raises(ConfigurationError, match="give it to WebhookReceiver"):
+        EventReceiver(
+            inbox=MemoryInbox(),
+            verifier=StandardWebhooksVerifier(SECRET),
+            registry=object(),
+        )
+    receiver = EventReceiver(inbox=MemoryInbox(), verifier=StandardWebhooksVerifier(SECRET))
+    with pytest.raises(ConfigurationError, match="event type"):
+        receiver.on()
+    with pytest.raises(ConfigurationError, match="use RedisInbox"):
+        receiver.on_any(atomic=True)(_append_to([]))
+
+
+# -- a receiver process killed and started again ------------------------------------------------
+
+
+@asynccontextmanager
+async def event_receiver_process(
+    tmp_path: Path, backend: str, where: str, name: str, mode: str
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
+    port_file = tmp_path / f"{name}.port"
+    with (tmp_path / f"{name}.err").open("wb") as err:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(SCRIPT),
+            backend,
+            where,
+            str(port_file),
+            str(tmp_path / "record.txt"),
+            mode,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=err,
+        )
+    try:
+
+        async def listening() -> bool:
+            assert proc.returncode is None, (tmp_path / f"{name}.err").read_text()
+            return port_file.exists()
+
+        await eventually(listening, f"the {name} receiver to listen", limit=30)
+        yield proc, f"http://127.0.0.1:{port_file.read_text()}/events/"
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        await proc.wait()
+
+
+def recorded(tmp_path: Path) -> list[str]:
+    path = tmp_path / "record.txt"
+    return sorted(path.read_text().splitlines()) if path.exists() else []
+
+
+@pytest.fixture(
+    params=[
+        "sqlite",
+        pytest.param("redis", marks=pytest.mark.redis),
+        pytest.param("postgres", marks=pytest.mark.postgres),
+    ]
+)
+def durable_store(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
+    """A durable backend and where its inbox lives, as event_receiver_script.py takes them."""
+    if request.param == "sqlite":
+        return "sqlite", str(tmp_path / "inbox.sqlite3")
+    if request.param == "redis":
+        url = request.getfixturevalue("redis_url")
+        return "redis", f"{url} {request.getfixturevalue('redis_prefix')}"
+    dsn = request.getfixturevalue("postgres_dsn")
+    return "postgres", f"{dsn} {request.getfixturevalue('postgres_schema')}"
+
+
+@pytest.mark.slow
+async def test_each_message_is_handled_once_across_a_sigkill_and_a_restart(
+    tmp_path: Path, durable_store: tuple[str, str]
+) -> None:
+    backend, where = durable_store
+    bodies = {"msg_a": envelope("invoice.paid", n=1), "msg_b": envelope("invoice.voided", n=2)}
+
+    async def deliver(url: str, msg_id: str) -> str:
+        body = bodies[msg_id]
+        headers = signed(sign_with_svix, msg_id, body)
+        async with session.post(url, data=body, headers=headers) as response:
+            assert response.status == 200
+            return str((await response.json())["status"])
+
+    async with aiohttp.ClientSession() as session:
+        async with event_receiver_process(tmp_path, backend, where, "first", "block") as (
+            proc,
+            url,
+        ):
+            assert [await deliver(url, m) for m in bodies] == ["accepted", "accepted"]
+            proc.send_signal(signal.SIGKILL)
+            assert await proc.wait() == -signal.SIGKILL
+        assert recorded(tmp_path) == []
+
+        async with event_receiver_process(tmp_path, backend, where, "second", "record") as (
+            proc,
+            url,
+        ):
+            expected = ["msg_a invoice.paid", "msg_b invoice.voided"]
+
+            async def both_recorded() -> bool:
+                return recorded(tmp_path) == expected
+
+            await eventually(both_recorded, "the restarted receiver to handle both", limit=30)
+            # The dedup keys survived the crash: the sender's retries are duplicates.
+            assert [await deliver(url, m) for m in bodies] == ["duplicate", "duplicate"]
+            proc.send_signal(signal.SIGTERM)
+            await proc.wait()
+    assert recorded(tmp_path) == ["msg_a invoice.paid", "msg_b invoice.voided"]
