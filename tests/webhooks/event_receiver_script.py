@@ -4,13 +4,20 @@
 BACKEND ``sqlite`` (WHERE: the file), ``redis`` (WHERE: ``url prefix``) or ``postgres`` (WHERE:
 ``dsn schema``).  MODE ``block``: handlers never finish (the process is to be killed mid-work).
 MODE ``record``: handlers append ``message_id type`` lines to RECORD.
+MODE ``atomic``: an ``atomic=True`` handler appends ``run message_id`` to RECORD and queues one
+increment of the message's count in the store (Redis: the hash ``<prefix>test:effects``;
+PostgreSQL: the table ``<schema>.effects``, which the test creates); ``atomic-die``: the same,
+then the process kills itself with SIGKILL before the ack.
 Serves on 127.0.0.1 (port written to PORTFILE) and exits by itself after 60 seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import sys
+from typing import Any
 
 from aiohttp import web
 from receiver_script import append, publish_port
@@ -45,11 +52,30 @@ async def main(backend: str, where: str, port_file: str, record: str, mode: str)
         drain_timeout=0.1,
     )
 
-    @receiver.on_any()
-    async def handle(event: WebhookEvent) -> None:
-        if mode == "block":
-            await asyncio.Event().wait()
-        append(record, f"{event.id} {event.type}\n")
+    if mode.startswith("atomic"):
+        namespace = where.split(" ")[1]
+
+        @receiver.on_any(atomic=True)
+        async def count(event: WebhookEvent, writes: Any) -> None:
+            append(record, f"run {event.id}\n")
+            if backend == "redis":
+                writes.call("HINCRBY", f"{namespace}test:effects", event.id, 1)
+            else:
+                writes.execute(
+                    f'INSERT INTO "{namespace}".effects VALUES ($1, 1)'
+                    " ON CONFLICT (message_id) DO UPDATE SET n = effects.n + 1",
+                    event.id,
+                )
+            if mode == "atomic-die":
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    else:
+
+        @receiver.on_any()
+        async def handle(event: WebhookEvent) -> None:
+            if mode == "block":
+                await asyncio.Event().wait()
+            append(record, f"{event.id} {event.type}\n")
 
     app = web.Application()
     receiver.setup(app, prefix="/events/")

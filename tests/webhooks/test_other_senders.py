@@ -35,6 +35,7 @@ from webhooks import (
     Inbox,
     MemoryInbox,
     PostgresInbox,
+    ReceiverTelemetry,
     RedisInbox,
     SQLiteInbox,
     StandardWebhooksVerifier,
@@ -412,3 +413,123 @@ async def test_each_message_is_handled_once_across_a_sigkill_and_a_restart(
             proc.send_signal(signal.SIGTERM)
             await proc.wait()
     assert recorded(tmp_path) == ["msg_a invoice.paid", "msg_b invoice.voided"]
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("redis", marks=pytest.mark.redis),
+        pytest.param("postgres", marks=pytest.mark.postgres),
+    ]
+)
+def atomic_store(request: pytest.FixtureRequest) -> tuple[str, str]:
+    """A backend whose inbox applies handlers' writes with the ack, and where its inbox lives."""
+    if request.param == "redis":
+        url = request.getfixturevalue("redis_url")
+        return "redis", f"{url} {request.getfixturevalue('redis_prefix')}"
+    dsn = request.getfixturevalue("postgres_dsn")
+    return "postgres", f"{dsn} {request.getfixturevalue('postgres_schema')}"
+
+
+@asynccontextmanager
+async def effects_of(backend: str, where: str) -> AsyncIterator[Callable[[], Any]]:
+    """A reader of the effects the handlers' writes had, by message id, in the store itself
+    (for PostgreSQL, in the ``effects`` table it creates)."""
+    location, namespace = where.split(" ")
+    if backend == "redis":
+        import redis.asyncio
+
+        client = redis.asyncio.Redis.from_url(location)
+
+        async def redis_effects() -> dict[str, int]:
+            found = await client.hgetall(f"{namespace}test:effects")
+            return {key.decode(): int(value) for key, value in found.items()}
+
+        try:
+            yield redis_effects
+        finally:
+            await client.aclose()
+        return
+    import asyncpg
+
+    conn = await asyncpg.connect(location)
+    await conn.execute(
+        f'CREATE SCHEMA "{namespace}";'
+        f' CREATE TABLE "{namespace}".effects (message_id text PRIMARY KEY, n int NOT NULL)'
+    )
+
+    async def postgres_effects() -> dict[str, int]:
+        rows = await conn.fetch(f'SELECT message_id, n FROM "{namespace}".effects')
+        return {row["message_id"]: row["n"] for row in rows}
+
+    try:
+        yield postgres_effects
+    finally:
+        await conn.close()
+
+
+@pytest.mark.slow
+async def test_a_process_killed_between_an_atomic_handler_and_its_ack_leaves_one_effect(
+    tmp_path: Path, atomic_store: tuple[str, str]
+) -> None:
+    """SIGKILL after the handler queued its writes: the restarted receiver runs it again and
+    applies its writes; the killed run applied none.  The effect happens once per message id."""
+    backend, where = atomic_store
+    body = envelope("invoice.paid", invoice="in_k")
+    async with effects_of(backend, where) as effects, aiohttp.ClientSession() as session:
+        async with event_receiver_process(tmp_path, backend, where, "doomed", "atomic-die") as (
+            proc,
+            url,
+        ):
+            headers = signed(sign_with_standardwebhooks, "msg_k", body)
+            async with session.post(url, data=body, headers=headers) as response:
+                assert await response.json() == {"status": "accepted"}  # stored before the answer
+            async with asyncio.timeout(30):  # a guard against a hang only
+                assert await proc.wait() == -signal.SIGKILL  # the handler killed its process
+        assert recorded(tmp_path) == ["run msg_k"]
+        assert await effects() == {}
+
+        async with event_receiver_process(tmp_path, backend, where, "heir", "atomic") as (
+            proc,
+            url,
+        ):
+            await eventually(effects, "the restarted receiver to apply the writes", limit=30)
+            headers = signed(sign_with_standardwebhooks, "msg_k", body)
+            async with session.post(url, data=body, headers=headers) as response:
+                assert await response.json() == {"status": "duplicate"}
+            proc.send_signal(signal.SIGTERM)
+            await proc.wait()
+        assert recorded(tmp_path) == ["run msg_k", "run msg_k"]
+        assert await effects() == {"msg_k": 1}
+
+
+async def test_metrics_and_spans_name_the_message_and_its_type() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    receiver = EventReceiver(
+        inbox=MemoryInbox(),
+        verifier=StandardWebhooksVerifier(SECRET),
+        telemetry=ReceiverTelemetry(metrics=True, tracing=provider),
+    )
+    receiver.on("invoice.paid")(Seen())
+    body = envelope("invoice.paid", invoice="in_3")
+    async with serve(receiver) as client:
+        headers = signed(sign_with_svix, "msg_3", body)
+        assert (await client.post("/hooks/", data=body, headers=headers)).status == 200
+        await idle(receiver)
+    spans = {span.name: dict(span.attributes or {}) for span in exporter.get_finished_spans()}
+    for name in ("webhooks.delivery", "webhooks.dispatch", "webhooks.handler"):
+        assert spans[name]["webhooks.event_id"] == "webhook:msg_3", name
+        assert spans[name]["webhooks.event_type"] == "invoice.paid", name
+    registry = receiver.telemetry.registry
+    assert registry is not None
+    assert (
+        registry.get_sample_value(
+            "webhooks_deliveries_total", {"outcome": "accepted", "reason": ""}
+        )
+        == 1
+    )
