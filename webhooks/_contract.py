@@ -369,6 +369,14 @@ class Parsed:
 class Verifier(Protocol):
     """Accept (``None``) or refuse (a :class:`Rejection`, normally 401) one delivery.
 
+    The way to add a signing scheme: any object with ``verify`` and ``path_tokens`` is a
+    verifier, for :class:`~webhooks.WebhookReceiver` and :class:`~webhooks.EventReceiver` alike.
+    ``verify`` is a plain function of the :class:`Delivery` (lower-case header names, the raw
+    body exactly as received): no I/O, and it runs on the request path before the event is
+    parsed or stored, so a refused delivery leaves nothing behind.  Compare secrets with
+    :func:`hmac.compare_digest`, and keep them out of the reason, which goes back to the sender.
+    The cookbook's GitHub recipe (``X-Hub-Signature-256``) is one in a dozen lines.
+
     ``path_tokens``: the tokens a delivery may carry as the last segment of its path (``()``
     for a verifier that reads no token there); the receiver routes each one's exact URL, where
     ``verify`` is called once, with the body.  When it has path tokens and a request's path

@@ -220,10 +220,15 @@ class Dispatcher:
                     raise
                 await self._fail(entry, f"result sink failed: {exc!r}")
                 return
+        try:
+            matching = _matching(self.handlers, event)
+        except Exception as exc:  # an entry of another kind than the handlers' (a shared inbox)
+            await self._fail(entry, f"no handler can take this event: {exc!r}")
+            return
         done = self._done.get(entry.id, _NONE_DONE)
         errors: list[str] = []
         writes: list[Any] = []
-        for index, spec in _matching(self.handlers, event):
+        for index, spec in matching:
             if index in done:
                 continue
             try:

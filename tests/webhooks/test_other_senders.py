@@ -27,7 +27,8 @@ import standardwebhooks
 import svix.webhooks
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
-from whtools import JSON, TOKEN, encode, eventually, idle, payload, serve
+from codeblocks import run_block
+from whtools import JSON, TOKEN, encode, eventually, idle, payload, serve, wait_until
 
 from asyncsdk import ConfigurationError, ProcessCompleted
 from webhooks import (
@@ -533,3 +534,46 @@ async def test_metrics_and_spans_name_the_message_and_its_type() -> None:
         )
         == 1
     )
+
+
+async def test_an_event_of_the_other_kind_in_a_shared_inbox_ends_as_a_dead_letter() -> None:
+    """One inbox for both receivers is a mistake the docs warn about: the entry the service's
+    handlers cannot take is retried, then parked, not lost, and nothing else stops."""
+    inbox = MemoryInbox()
+    service = WebhookReceiver(
+        inbox=inbox,
+        verifier=TokenVerifier(TOKEN),
+        max_attempts=2,
+        retry_base=0.01,
+        poll_interval=0.05,
+    )
+    completed: list[ProcessCompleted] = []
+    service.on_completed(status="done")(_append_to(completed))
+    body = envelope("invoice.paid", invoice="in_4")
+    stray = WebhookEvent(id="msg_4", type="invoice.paid", timestamp=None, data={}, raw=body)
+    assert await inbox.put(stray, body)
+    async with serve(service) as client:
+        [dead] = await eventually(service.dead_letters, "the stray entry to be dead-lettered")
+        assert dead.event == stray
+        assert "no handler can take this event" in (dead.last_error or "")
+        response = await client.post(f"/hooks/{TOKEN}", data=encode(payload("p-5")), headers=JSON)
+        assert await response.json() == {"status": "accepted"}
+        await idle(service)
+    assert [event.process_id for event in completed] == ["p-5"]
+
+
+async def test_the_guide_s_side_by_side_example_receives_both(tmp_path: Path) -> None:
+    example = run_block(ROOT / "docs" / "other-providers.md", "side-by-side")
+    app = web.Application()
+    example["add_receivers"](app, TOKEN, SECRET, str(tmp_path))
+    async with TestClient(TestServer(app, host="127.0.0.1")) as client:
+        response = await client.post(f"/hooks/{TOKEN}", data=encode(payload("p-1")), headers=JSON)
+        assert await response.json() == {"status": "accepted"}
+        body = envelope("invoice.paid", invoice="in_6", amount=1200)
+        for _ in range(2):  # the sender's retry is a duplicate
+            await client.post("/billing/", data=body, headers=signed(sign_with_svix, "msg_6", body))
+        ledger = app[example["LEDGER"]]
+        await wait_until(lambda: bool(ledger), "the invoice to reach the ledger")
+    assert ledger == {"msg_6": 1200}
+    assert (tmp_path / "service.sqlite3").exists()
+    assert (tmp_path / "billing.sqlite3").exists()
