@@ -62,20 +62,27 @@ class EventReceiver(ReceiverCore[WebhookEvent]):
         type_header: str | None = None,
         **options: Any,
     ) -> None:
-        for only_theirs in ("client", "registry", "process_filter"):
+        for only_theirs in (
+            "client",
+            "registry",
+            "process_filter",
+            "fetch_timeout",
+            "not_finished_delay",
+        ):
             if only_theirs in options:
                 raise ConfigurationError(
                     f"{only_theirs}= is for the service's process.completed events: give it to"
                     " WebhookReceiver, and mount both receivers side by side"
                 )
-        ids = names(id_header, "id_header")
-        assert ids is not None  # names() gives None for None only
-        timestamps = names(timestamp_header, "timestamp_header")
         if type_header is not None and not (isinstance(type_header, str) and type_header):
             raise ConfigurationError("type_header must be a header name or None")
         kind = SenderEvents(
-            id_headers=_ordered(id_header),
-            timestamp_headers=() if timestamps is None else _ordered(timestamp_header),
+            id_headers=_header_names(id_header, "id_header"),
+            timestamp_headers=(
+                ()
+                if timestamp_header is None
+                else _header_names(timestamp_header, "timestamp_header")
+            ),
             type_header=type_header,
         )
         super().__init__(inbox=inbox, verifier=verifier, kind=kind, **options)
@@ -88,9 +95,8 @@ class EventReceiver(ReceiverCore[WebhookEvent]):
         :meth:`~webhooks.WebhookReceiver.on_completed`.  A type nobody handles is stored and
         acked all the same (register :meth:`on_any` to see every event).
         """
-        wanted = names(types, "an event type")
-        if wanted is None:  # pragma: no cover - names() gives None for None only
-            raise ConfigurationError("name at least one event type, or use on_any()")
+        wanted = names(types, "an event type (or use on_any())")
+        assert wanted is not None  # a tuple, never None
 
         def register(func: H) -> H:
             self._register(func, TypeMatch(wanted), atomic)
@@ -119,8 +125,8 @@ class EventReceiver(ReceiverCore[WebhookEvent]):
         self._register(func, None if wanted is None else TypeMatch(wanted), atomic)
 
 
-def _ordered(value: str | Iterable[str] | None) -> tuple[str, ...]:
-    """Header names in the order given (the first present is read)."""
-    if value is None:
-        return ()
-    return (value,) if isinstance(value, str) else tuple(value)
+def _header_names(value: str | Iterable[str], what: str) -> tuple[str, ...]:
+    """Header names in the order given (the first present is read), checked."""
+    given = (value,) if isinstance(value, str) else tuple(value)
+    names(given, what)  # ConfigurationError for none, or for one that is not a non-empty string
+    return given

@@ -122,6 +122,9 @@ class SenderEvents:
                     f"the body's 'type' is {shown}; send a JSON object whose 'type' is the"
                     " event type, a non-empty string",
                 )
+        if not is_id(event_type):
+            fix = "send the event type the sender documents"
+            return Rejection(400, "invalid", f"the event type {id_fault(event_type, fix)}")
         return WebhookEvent(
             id=msg_id,
             type=event_type,

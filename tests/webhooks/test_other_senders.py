@@ -12,6 +12,7 @@ import asyncio
 import base64
 import datetime
 import json
+import logging
 import os
 import signal
 import sys
@@ -37,6 +38,7 @@ from webhooks import (
     MemoryInbox,
     PostgresInbox,
     ReceiverTelemetry,
+    RedactingAccessLogger,
     RedisInbox,
     SQLiteInbox,
     StandardWebhooksVerifier,
@@ -232,8 +234,18 @@ async def test_a_failing_handler_is_retried_then_dead_lettered_and_replayed(
         ({"webhook-id": "m"}, b"[1, 2]", "the body's 'type' is missing"),
         ({"webhook-id": "m", "webhook-timestamp": "soon"}, envelope("a.b"), "Unix seconds"),
         ({"webhook-id": "m"}, b'{"type": "a.b"', "not valid JSON"),
+        ({"webhook-id": "m"}, envelope("a\tb"), "the event type holds the unprintable character"),
     ],
-    ids=["no id", "long id", "no type", "numeric type", "array", "bad timestamp", "bad json"],
+    ids=[
+        "no id",
+        "long id",
+        "no type",
+        "numeric type",
+        "array",
+        "bad timestamp",
+        "bad json",
+        "unprintable type",
+    ],
 )
 async def test_a_delivery_without_what_an_event_needs_is_refused_with_the_fix(
     headers: dict[str, str], body: bytes, reason: str
@@ -577,3 +589,36 @@ async def test_the_guide_s_side_by_side_example_receives_both(tmp_path: Path) ->
     assert ledger == {"msg_6": 1200}
     assert (tmp_path / "service.sqlite3").exists()
     assert (tmp_path / "billing.sqlite3").exists()
+
+
+async def test_a_path_token_of_a_generic_receiver_stays_out_of_the_access_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A sender that can only put a secret in the URL: TokenVerifier, and RedactingAccessLogger
+    hides the token of this receiver as it does the service's."""
+    receiver = EventReceiver(inbox=MemoryInbox(), verifier=TokenVerifier(TOKEN), poll_interval=0.05)
+    receiver.on_any()(Seen())
+    app = web.Application()
+    receiver.setup(app, prefix="/mail/")
+    runner = web.AppRunner(
+        app,
+        access_log_class=RedactingAccessLogger,
+        access_log=logging.getLogger("aiohttp.access"),
+        access_log_format='"%r" %s',
+    )
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    caplog.set_level(logging.INFO, logger="aiohttp.access")
+    body = envelope("email.bounced", to="a@example.com")
+    try:
+        async with aiohttp.ClientSession() as session:
+            url = f"http://127.0.0.1:{runner.addresses[0][1]}/mail/{TOKEN}"
+            headers = {**JSON, "webhook-id": "msg_m"}
+            async with session.post(url, data=body, headers=headers) as response:
+                assert await response.json() == {"status": "accepted"}
+    finally:
+        await runner.cleanup()
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "aiohttp.access"]
+    assert TOKEN not in line
+    assert '"POST /mail/*** HTTP/1.1" 200' in line

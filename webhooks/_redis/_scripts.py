@@ -9,7 +9,7 @@ was last written or claimed from; the dedup keys have their own TTL)::
     P inbox:errors        hash  entry id -> last error
     P inbox:delayed       zset  entry id -> due time (ms): retried entries and replayed dead letters
     P inbox:dead          zset  entry id -> receive time (ms): dead letters
-    P inbox:dedup:<key>   string, SET NX by put; <key> is the JSON array (event, process_id, status)
+    P inbox:dedup:<key>   string, SET NX by put; <key> is the event's dedup key as a JSON array
 
 An entry is in exactly one state: *new* (after the group's last delivered id), *claimed* (in the
 group's pending list, owned by a consumer), *delayed* (acked from the pending list, id in
