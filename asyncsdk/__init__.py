@@ -63,7 +63,13 @@ from asyncsdk._errors import (
     WaitTimeoutError,
 )
 from asyncsdk._limits import GenerationLimit
-from asyncsdk._masks import REMOVE_BLUE, check_mask, convert_white_mask, mask_from_shapes
+from asyncsdk._masks import (
+    REMOVE_BLUE,
+    check_image_size,
+    check_mask,
+    convert_white_mask,
+    mask_from_shapes,
+)
 from asyncsdk._models import (
     Asset,
     AssetRole,
@@ -90,7 +96,7 @@ from asyncsdk._models import (
 )
 from asyncsdk._protocol.convert import structure
 from asyncsdk._protocol.retry import RetryPolicy
-from asyncsdk._resources import ResultWaiter
+from asyncsdk._resources import V1, Orders, Processes, Projects, ResultWaiter, Tools
 from asyncsdk._settings import ClientSettings, Timeout
 from asyncsdk._telemetry import PROCESS_ID_ATTRIBUTE, ClientTelemetry
 from asyncsdk._uploads import ACCEPTED_EXTENSIONS, MAX_UPLOAD_BYTES, Upload, UploadSource
@@ -102,6 +108,7 @@ __all__ = [
     "MAX_UPLOAD_BYTES",
     "PROCESS_ID_ATTRIBUTE",
     "REMOVE_BLUE",
+    "V1",
     "V1_ENDPOINTS",
     "APIConnectionError",
     "APIDecodeError",
@@ -133,6 +140,7 @@ __all__ = [
     "Order",
     "OrderProcess",
     "OrderStatus",
+    "Orders",
     "Page",
     "Pagination",
     "PermissionDeniedError",
@@ -141,7 +149,9 @@ __all__ = [
     "ProcessCompleted",
     "ProcessFailedError",
     "ProcessStatus",
+    "Processes",
     "Project",
+    "Projects",
     "RateLimitError",
     "ResultAsset",
     "ResultTooLargeError",
@@ -152,6 +162,7 @@ __all__ = [
     "Timeout",
     "Tool",
     "ToolSlug",
+    "Tools",
     "UnknownItemError",
     "UnknownToolError",
     "UnknownWidgetError",
@@ -170,6 +181,7 @@ __all__ = [
     "WidgetSelection",
     "WidgetsArg",
     "__version__",
+    "check_image_size",
     "check_mask",
     "convert_white_mask",
     "mask_from_shapes",

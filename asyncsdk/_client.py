@@ -65,7 +65,7 @@ class Client:
     place in the generation window).  For a request that is each HTTP attempt: here and in
     :meth:`with_options`, the default of every request (a number sets ``Timeout.total``, a
     :class:`~asyncsdk.Timeout` also bounds connecting); each request method takes ``timeout=`` for
-    one call.  For :meth:`run`, :meth:`run_mask_removal` and ``client.processes.wait()``, what
+    one call.  For :meth:`run`, :meth:`run_mask_removal` and :meth:`~asyncsdk.Processes.wait`, what
     is asked is the finished process: ``timeout=`` bounds that wait (default 600 s) and raises
     :class:`~asyncsdk.WaitTimeoutError`.  Retries: see :class:`~asyncsdk.RetryPolicy`;
     ``max_retries`` and the backoff arguments tune it.  ``max_in_flight`` caps concurrent requests
@@ -96,6 +96,23 @@ class Client:
     ``telemetry``: a :class:`~asyncsdk.ClientTelemetry` for Prometheus metrics and OpenTelemetry
     spans of every request (none by default).
     """
+
+    settings: ClientSettings
+    """The settings in force: arguments first, then the environment, then the defaults."""
+    generation_limit: GenerationLimit | None
+    """The pace of process creation (``None``: no pacing); see ``generation_limit`` above."""
+    projects: Projects
+    """Projects, one per property: :class:`~asyncsdk.Projects`."""
+    orders: Orders
+    """Orders, the uploaded photos: :class:`~asyncsdk.Orders`."""
+    processes: Processes
+    """Processes, created, fetched and waited for: :class:`~asyncsdk.Processes`."""
+    tools: Tools
+    """The tools and their widgets, asked of the service: :class:`~asyncsdk.Tools`."""
+    catalogue: CatalogueCache
+    """The tools and widgets, kept ``catalogue_ttl`` s: :class:`~asyncsdk.CatalogueCache`."""
+    v1: V1
+    """The legacy V1 endpoints: :class:`~asyncsdk.V1`."""
 
     def __init__(
         self,
@@ -228,6 +245,7 @@ class Client:
 
     @property
     def closed(self) -> bool:
+        """Whether the client is closed: every call then raises ``ConfigurationError``."""
         return self._transport.closed
 
     async def close(self) -> None:
@@ -309,14 +327,15 @@ class Client:
         A single image fills the tool's one slot ``<tool>-input-image``.  Tools with several slots
         need ``asset_map``; its keys are slot names (full, or short: ``image``, ``before``,
         ``after``) and its values indexes into ``images`` (or existing asset ids).  ``widgets``
-        takes any form :meth:`Processes.create` takes, e.g. ``{"space": "bedroom", "style":
-        "modern"}``.
+        takes any form :meth:`~asyncsdk.Processes.create` takes, e.g. ``{"space": "bedroom",
+        "style": "modern"}``.
 
         The request is checked against the catalogue (unless ``validate=False``) before anything
         is uploaded, so a wrong tool, widget or item costs neither an upload nor a process.  Then
         the call waits for a place in the client's generation limit (concurrent calls queue, in
         arrival order) and only then uploads.  ``timeout``, ``registry`` and ``webhook_grace``
-        are those of ``client.processes.wait()`` (the queue is not counted).  A failed process is
+        are passed to :meth:`~asyncsdk.Processes.wait`, which says what each does (the queue is
+        not counted in ``timeout``).  A failed process is
         returned with status ``failed``; it is not raised.  When one request creates several
         processes, the first is the one waited for.
         """
@@ -380,8 +399,9 @@ class Client:
         ``Process`` of that run, its process id (fetched once to read its group), or its group id
         (an id that is not a process is taken as the group id and checked by the service).
 
-        ``timeout`` bounds the wait; ``registry`` and ``webhook_grace`` are those of
-        ``client.processes.wait()``.  A failed process is returned with status ``failed``.
+        ``timeout``, ``registry`` and ``webhook_grace`` are passed to
+        :meth:`~asyncsdk.Processes.wait`, which says what each does.  A failed process is
+        returned with status ``failed``.
         """
         return await self._flows.run_mask_removal(
             image,

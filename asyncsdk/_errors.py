@@ -181,7 +181,9 @@ class APIError(AsyncSDKError):
 
 
 class APIStatusError(APIError):
-    """A non-2xx answer. ``key`` is the service's ``api_error_...`` key, or ``""`` when absent."""
+    """A non-2xx answer. ``key`` is the service's ``api_error_...`` key, or ``""`` when absent;
+    ``message`` the service's words; ``hint`` what to change, when the client can tell (a 401
+    names where the key came from), or ``""``."""
 
     def __init__(
         self,
@@ -193,6 +195,7 @@ class APIStatusError(APIError):
         body: str = "",
         method: str = "",
         url: str = "",
+        hint: str = "",
     ) -> None:
         super().__init__(message, method=method, url=url)
         self.status = status
@@ -200,11 +203,13 @@ class APIStatusError(APIError):
         # Case-insensitive, as HTTP header names are.
         self.headers: Mapping[str, str] = CIMultiDictProxy(CIMultiDict(headers or {}))
         self.body = body
+        self.hint = hint
 
     def __str__(self) -> str:
         where = f" ({self.method} {self.url})" if self.method else ""
         key = f" [{self.key}]" if self.key else ""
-        return f"{self.status}{key}: {self.message}{where}"
+        hint = f"; {self.hint}" if self.hint else ""
+        return f"{self.status}{key}: {self.message}{where}{hint}"
 
     def __repr__(self) -> str:
         return (
@@ -251,9 +256,17 @@ class RateLimitError(APIStatusError):
         method: str = "",
         url: str = "",
         retry_after: float | None = None,
+        hint: str = "",
     ) -> None:
         super().__init__(
-            message, status=status, key=key, headers=headers, body=body, method=method, url=url
+            message,
+            status=status,
+            key=key,
+            headers=headers,
+            body=body,
+            method=method,
+            url=url,
+            hint=hint,
         )
         self.retry_after = retry_after
 

@@ -11,14 +11,17 @@ catch that before the upload:
 * :func:`mask_from_shapes` draws a mask from rectangles and polygons.
 
 Images come as a path, bytes or a Pillow ``Image``.  Pillow is an optional dependency
-(``pip install 'asyncsdk[images]'``), imported on first use.
+(``pip install 'asyncsdk[images]'``), imported on first use.  :func:`check_image_size` holds every
+image the package opens (here and in the sandbox) to 8192 x 8192 pixels, read from its header
+before anything is decoded.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Final, TypeAlias
 
 from asyncsdk._checks import is_int, require_int
@@ -32,6 +35,7 @@ __all__ = [
     "KEEP_BLACK",
     "REMOVE_BLUE",
     "ImageSource",
+    "check_image_size",
     "check_mask",
     "convert_white_mask",
     "mask_from_shapes",
@@ -42,16 +46,33 @@ REMOVE_BLUE: Final = (0x78, 0x78, 0xCD)
 #: The colour that marks pixels to keep.
 KEEP_BLACK: Final = (0, 0, 0)
 
-#: The most pixels an image file or bytes given to the mask helpers may declare (8192 x 8192),
-#: checked from the header before any pixel is decoded: far above any photo the service takes,
-#: and below Pillow's own decompression-bomb limit, which is left as the application set it.
-MAX_MASK_PIXELS: Final = 8192 * 8192
+#: The most pixels an image the library opens may declare (8192 x 8192), checked from the header
+#: before any pixel is decoded: far above any photo the service takes, and below Pillow's own
+#: decompression-bomb limit, which is left as the application set it.
+MAX_IMAGE_PIXELS: Final = 8192 * 8192
 
 #: A path, the encoded bytes of an image file, or a Pillow image.
 ImageSource: TypeAlias = "str | os.PathLike[str] | bytes | Image.Image"
 
 Point: TypeAlias = tuple[float, float]
 Rectangle: TypeAlias = tuple[float, float, float, float]
+
+
+def check_image_size(size: tuple[int, int], what: str = "image") -> None:
+    """Raise :class:`MaskError` when ``size`` has more pixels than 8192 x 8192.
+
+    The one check of every image this package opens (the mask helpers, the photo a mask is drawn
+    for, the sandbox's uploads and resizes) and of every mask it draws: ``size`` is what the
+    image's header declares, read before anything is decoded or allocated.  ``what`` names the
+    image in the message.
+    """
+    width, height = size
+    if width * height > MAX_IMAGE_PIXELS:
+        raise MaskError(
+            f"the {what} is {width} x {height} pixels, more than the 8192 x 8192 "
+            f"({MAX_IMAGE_PIXELS} pixels) an image may have here, read from its header before "
+            "decoding; scale it down, or give an image the size of the photo"
+        )
 
 
 def _require_pillow() -> None:
@@ -83,73 +104,59 @@ def _flatten(image: Image.Image) -> Image.Image:
     return image.convert("RGB")
 
 
-def _check_pixels(image: Image.Image, source: ImageSource, what: str) -> None:
-    """Refuse, from the header alone, an image that would decode to too many pixels."""
-    width, height = image.size
-    if width * height > MAX_MASK_PIXELS:
-        raise MaskError(
-            f"the {what} ({_describe(source)}) declares {width} x {height} pixels, more than the "
-            f"{MAX_MASK_PIXELS} pixels the mask helpers decode; give an image the size of the photo"
-        )
+@contextlib.contextmanager
+def _opened(source: ImageSource, what: str) -> Iterator[Image.Image]:
+    """The image opened and its size checked from the header, nothing decoded yet.
 
-
-def _load(source: ImageSource, what: str) -> Image.Image:
-    """The image as RGB, read fully and detached from any file."""
+    A Pillow image is checked and given as it is (a lazily opened one is not decoded yet either).
+    Pillow's errors, raised here or in the ``with`` body (a ``load()``), become :class:`MaskError`.
+    """
     _require_pillow()
     from PIL import Image, UnidentifiedImageError
 
-    if isinstance(source, Image.Image):
-        return _flatten(source)
+    described = f"{what} ({_describe(source)})"
     try:
+        if isinstance(source, Image.Image):
+            check_image_size(source.size, described)
+            yield source
+            return
         if isinstance(source, bytes | bytearray | memoryview):
             with Image.open(io.BytesIO(bytes(source))) as opened:
-                _check_pixels(opened, source, what)
-                opened.load()
-                return _flatten(opened)
+                check_image_size(opened.size, described)
+                yield opened
+            return
         if isinstance(source, str | os.PathLike):
             with Image.open(source) as opened:
-                _check_pixels(opened, source, what)
-                opened.load()
-                return _flatten(opened)
-    except Image.DecompressionBombError as exc:
+                check_image_size(opened.size, described)
+                yield opened
+            return
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        # Pillow's own limit, higher than ours (its warning is raised only under -W error).
         raise MaskError(
-            f"the {what} ({_describe(source)}) is refused by Pillow as a decompression bomb: "
-            f"{exc}; give an image the size of the photo"
+            f"the {described} is refused by Pillow as a decompression bomb: {exc}; "
+            "give an image the size of the photo"
         ) from exc
     except FileNotFoundError as exc:
         raise MaskError(f"the {what} {_describe(source)} does not exist") from exc
     except (UnidentifiedImageError, OSError) as exc:
         raise MaskError(
-            f"the {what} ({_describe(source)}) is not a readable image: {exc}; "
+            f"the {described} is not a readable image: {exc}; "
             "give a PNG or JPEG file, its bytes, or a PIL Image"
         ) from exc
     raise MaskError(f"the {what} must be a path, bytes or a PIL Image, not {type(source).__name__}")
 
 
+def _load(source: ImageSource, what: str) -> Image.Image:
+    """The image as RGB, read fully and detached from any file."""
+    with _opened(source, what) as image:
+        image.load()
+        return _flatten(image)
+
+
 def _size_of(source: ImageSource, what: str) -> tuple[int, int]:
     """Width and height, reading only the header of files and bytes."""
-    _require_pillow()
-    from PIL import Image, UnidentifiedImageError
-
-    if isinstance(source, Image.Image):
-        return source.size
-    try:
-        if isinstance(source, bytes | bytearray | memoryview):
-            with Image.open(io.BytesIO(bytes(source))) as opened:
-                return opened.size
-        if isinstance(source, str | os.PathLike):
-            with Image.open(source) as opened:
-                return opened.size
-    except Image.DecompressionBombError as exc:
-        raise MaskError(
-            f"the {what} ({_describe(source)}) is refused by Pillow as a decompression bomb: "
-            f"{exc}; give an image the size of the photo"
-        ) from exc
-    except FileNotFoundError as exc:
-        raise MaskError(f"the {what} {_describe(source)} does not exist") from exc
-    except (UnidentifiedImageError, OSError) as exc:
-        raise MaskError(f"the {what} ({_describe(source)}) is not a readable image: {exc}") from exc
-    raise MaskError(f"the {what} must be a path, bytes or a PIL Image, not {type(source).__name__}")
+    with _opened(source, what) as image:
+        return image.size
 
 
 def _near(image: Image.Image, colour: tuple[int, int, int], tolerance: int) -> Image.Image:
@@ -292,6 +299,7 @@ def mask_from_shapes(
     if isinstance(size, tuple):
         if len(size) != 2 or not all(is_int(v) and v > 0 for v in size):
             raise ValidationError(f"size must be (width, height) in positive pixels, not {size!r}")
+        check_image_size(size, "mask to draw")
         width, height = size
     else:
         width, height = _size_of(size, "photo")

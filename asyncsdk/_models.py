@@ -112,6 +112,7 @@ class Pagination:
 
     @property
     def has_next(self) -> bool:
+        """Whether a page follows this one."""
         return bool(self.next_page)
 
 
@@ -170,6 +171,7 @@ class Process:
 
     @property
     def succeeded(self) -> bool:
+        """Whether the process finished ``done`` (not ``failed``)."""
         return self.status == ProcessStatus.DONE
 
 
@@ -275,6 +277,7 @@ class ProcessCompleted:
 
     @property
     def succeeded(self) -> bool:
+        """Whether the process finished ``done`` (not ``failed``)."""
         return self.status == ProcessStatus.DONE
 
 
@@ -305,6 +308,7 @@ class MaskReport:
 
     @property
     def total_pixels(self) -> int:
+        """Pixels of the mask: ``width * height``."""
         return self.width * self.height
 
     @property

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import errno
 from typing import Final
 
 import aiohttp
@@ -18,6 +19,33 @@ __all__ = ["NETWORK_ERRORS", "drop_tracebacks", "translate"]
 
 #: What a network attempt may raise instead of answering: aiohttp's errors, OS errors, a timeout.
 NETWORK_ERRORS: Final = (aiohttp.ClientError, OSError, TimeoutError)
+#: Host names of this machine, where a refused connection most likely means no sandbox runs.
+LOCAL_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def _address(host: str, port: int | None) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return shown if port is None else f"{shown}:{port}"
+
+
+def _not_connected(exc: aiohttp.ClientConnectorError) -> str:
+    """Why connecting failed, for a person: the address, and what to do about it.
+
+    aiohttp's own message names ``ssl:default`` even for an ``http://`` URL, which misleads.
+    """
+    address = _address(exc.host, exc.port)
+    reason = exc.os_error.strerror or str(exc.os_error)
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return f"the host name {exc.host!r} did not resolve ({reason}); check the address"
+    if exc.os_error.errno != errno.ECONNREFUSED:
+        return f"could not connect to {address}: {reason}"
+    refused = f"could not connect to {address}: connection refused, nothing listens there"
+    if exc.host in LOCAL_HOSTS:
+        return (
+            f"{refused}; start the sandbox on it (asyncsdk sandbox --port {exc.port}) or point "
+            "base_url / ASYNCSDK_BASE_URL at the service"
+        )
+    return f"{refused}; check the address (base_url / ASYNCSDK_BASE_URL) and that the service is up"
 
 
 def translate(
@@ -41,10 +69,8 @@ def translate(
         return timed_out(f"{where}: no connection within {timeout.connect} s", sent=False), True
     if isinstance(exc, aiohttp.ClientSSLError):
         return failed(f"{where}: TLS handshake failed: {exc}", sent=False), False
-    if isinstance(exc, aiohttp.ClientConnectorDNSError):
-        return failed(f"{where}: the host name did not resolve: {exc}", sent=False), True
     if isinstance(exc, aiohttp.ClientConnectorError):
-        return failed(f"{where}: could not connect: {exc}", sent=False), True
+        return failed(f"{where}: {_not_connected(exc)}", sent=False), True
     if isinstance(exc, aiohttp.ServerTimeoutError):
         return timed_out(f"{where}: reading the answer timed out: {exc}"), True
     if isinstance(exc, TimeoutError):

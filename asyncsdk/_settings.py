@@ -33,15 +33,29 @@ __all__ = [
 
 
 class ApiKey:
-    """Holds the API key; its repr and str never show it.  ``reveal()`` is for the header only."""
+    """Holds the API key; its repr and str never show it.  ``reveal()`` is for the header only.
 
-    __slots__ = ("_value",)
+    ``source`` says where the key came from (``api_key=`` or ``ASYNCSDK_API_KEY``), for the
+    message of a key the service refuses.
+    """
 
-    def __init__(self, value: str) -> None:
+    __slots__ = ("_value", "source")
+
+    def __init__(self, value: str, *, source: str = "api_key=") -> None:
         self._value = value
+        self.source = source
 
     def reveal(self) -> str:
         return self._value
+
+    def refused(self) -> str:
+        """What to say when the service refuses this key: its first characters (a third of it
+        at most, never all), where it came from, and where to give another."""
+        shown = self._value[: min(6, len(self._value) // 3)]
+        return (
+            f"the API key {shown + '...'!r} (from {self.source}) was refused: give the key shown "
+            f"in the dashboard's API section as api_key= or in {ENV_API_KEY}"
+        )
 
     def __repr__(self) -> str:
         return "ApiKey('<hidden>')"
@@ -147,6 +161,7 @@ class ClientSettings:
         env = os.environ if environ is None else environ
         if isinstance(api_key, ApiKey):
             api_key = api_key.reveal()
+        source = "api_key=" if api_key is not None else ENV_API_KEY
         key = api_key if api_key is not None else env.get(ENV_API_KEY, "")
         if not isinstance(key, str) or not key.strip():
             raise ConfigurationError(
@@ -200,7 +215,7 @@ class ClientSettings:
             error=ConfigurationError,
         )
         return cls(
-            api_key=ApiKey(key),
+            api_key=ApiKey(key, source=source),
             base_url=resolved_base,
             app_url=resolved_app,
             timeout=timeout,

@@ -234,6 +234,16 @@ class Transport:
                         generation=request.generation,
                     )
                 if delay is None:
+                    if status == 401 and request.authenticated:
+                        # Not the service's words alone: which key, from where, and the fix.
+                        raise status_error(
+                            status,
+                            headers,
+                            body,
+                            method=method,
+                            url=str(request.url),
+                            hint=self._api_key.refused(),
+                        )
                     return read_response(
                         status, headers, body, method=method, url=request.url, decode=decode
                     )

@@ -16,6 +16,12 @@ PUBLIC = {
     "RetryPolicy",
     "GenerationLimit",
     "ResultWaiter",
+    # the resources: client.processes, .orders, .projects, .tools, .v1
+    "Processes",
+    "Orders",
+    "Projects",
+    "Tools",
+    "V1",
     # observability
     "ClientTelemetry",
     "PROCESS_ID_ATTRIBUTE",
@@ -81,6 +87,7 @@ PUBLIC = {
     "WidgetSelection",
     "WidgetsArg",
     # masks
+    "check_image_size",
     "check_mask",
     "convert_white_mask",
     "mask_from_shapes",

@@ -27,6 +27,7 @@ class RedactingAccessLogger(AccessLogger):
     """
 
     def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+        """Log one request as aiohttp's access log does, its path tokens as ``***``."""
         redacted = None
         if isinstance(request, web.Request):
             try:

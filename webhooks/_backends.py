@@ -30,12 +30,15 @@ class Backend(Protocol):
     """An inbox and a registry on one shared store, closed together."""
 
     @property
-    def inbox(self) -> Inbox: ...
+    def inbox(self) -> Inbox:
+        """The inbox on the shared store."""
 
     @property
-    def registry(self) -> RegistrySink: ...
+    def registry(self) -> RegistrySink:
+        """The registry on the shared store, fed by the receiver."""
 
-    async def close(self) -> None: ...
+    async def close(self) -> None:
+        """Close the inbox and the registry; idempotent."""
 
 
 @attrs.define(eq=False, repr=False)

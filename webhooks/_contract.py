@@ -299,14 +299,16 @@ class AtomicInbox(Inbox, Protocol):
 class ResultSink(Protocol):
     """Told about each verified event before user handlers run."""
 
-    async def resolve(self, event: ProcessCompleted) -> None: ...
+    async def resolve(self, event: ProcessCompleted) -> None:
+        """Take one verified event (the registry wakes the waiters of its process)."""
 
 
 @runtime_checkable
 class RegistrySink(ResultSink, Protocol):
     """A result sink that also tracks whether a receiver feeds it."""
 
-    def set_healthy(self, healthy: bool) -> None: ...
+    def set_healthy(self, healthy: bool) -> None:
+        """Say whether a running receiver feeds this sink (waiters poll while it does not)."""
 
 
 # -- fetch-back ---------------------------------------------------------------------------------
@@ -325,10 +327,12 @@ class ProcessClient(Protocol):
     Order`` (``asyncsdk.Client`` fits): what fetch-back asks the API."""
 
     @property
-    def processes(self) -> ProcessesAPI: ...
+    def processes(self) -> ProcessesAPI:
+        """What has ``get(process_id)``: ``client.processes``."""
 
     @property
-    def orders(self) -> OrdersAPI: ...
+    def orders(self) -> OrdersAPI:
+        """What has ``get(order_id)``: ``client.orders``."""
 
 
 # -- verification and parsing: what goes in, what comes out -------------------------------------
@@ -387,6 +391,8 @@ class Verifier(Protocol):
     """
 
     @property
-    def path_tokens(self) -> tuple[str, ...]: ...
+    def path_tokens(self) -> tuple[str, ...]:
+        """The tokens a delivery may carry as the last segment of its path; ``()`` for none."""
 
-    def verify(self, delivery: Delivery) -> Rejection | None: ...
+    def verify(self, delivery: Delivery) -> Rejection | None:
+        """``None`` to accept ``delivery``, or the :class:`Rejection` to answer it with."""

@@ -40,6 +40,7 @@ class LatencyHistogram:
     max: float = 0.0
 
     def observe(self, seconds: float) -> None:
+        """Count one latency of ``seconds``."""
         self.counts[bisect.bisect_left(BOUNDS, seconds)] += 1
         self.count += 1
         self.total += seconds
@@ -58,6 +59,7 @@ class LatencyHistogram:
         return self.max  # pragma: no cover - the loop always reaches count
 
     def snapshot(self) -> dict[str, Any]:
+        """Count, mean, p50, p99, max and the buckets, as a JSON-ready dict."""
         return {
             "count": self.count,
             "mean": self.total / self.count if self.count else 0.0,

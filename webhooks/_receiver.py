@@ -301,6 +301,7 @@ class ReceiverCore(Generic[E]):
 
     @property
     def running(self) -> bool:
+        """Whether the receiver is started and not stopping: deliveries are accepted."""
         return self._life.state == "running"
 
     # -- dead letters -------------------------------------------------------------------

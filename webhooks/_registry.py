@@ -227,6 +227,7 @@ class Registry:
 
     @property
     def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
         return self._closed
 
     async def close(self) -> None:
@@ -268,6 +269,7 @@ class Registry:
 
     @property
     def stats(self) -> RegistryStats:
+        """Waiters, the process ids they wait on, and the events kept for late waiters."""
         return RegistryStats(
             pending_waiters=self._pending,
             pending_ids=len(self._waiters),

@@ -9,7 +9,8 @@ The service signs nothing (decisions: "no signature, no event id, no timestamp")
 * :class:`TokenVerifier`: a long random secret in the URL path (``/hooks/<token>``) or a header;
   the only kind of secret the service's "URL and settings" registration can carry;
 * :class:`StandardWebhooksVerifier`: HMAC-SHA256 per https://www.standardwebhooks.com, for a relay
-  or gateway in front of the receiver that signs what it forwards;
+  or gateway in front of the receiver that signs what it forwards, or any Standard Webhooks
+  sender (Svix's header names included);
 * :class:`NoVerification`: accept anything (then use fetch-back, which confirms every event
   against the API before handlers see it, so forged deliveries change nothing).
 
@@ -24,7 +25,7 @@ import hashlib
 import hmac
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 import attrs
@@ -58,6 +59,7 @@ class NoVerification:
         return ()
 
     def verify(self, delivery: Delivery) -> Rejection | None:
+        """``None`` to accept ``delivery``, or the :class:`Rejection` to answer it with."""
         return None
 
 
@@ -127,6 +129,7 @@ class TokenVerifier:
         return self._path_tokens
 
     def verify(self, delivery: Delivery) -> Rejection | None:
+        """``None`` to accept ``delivery``, or the :class:`Rejection` to answer it with."""
         candidates: list[str] = []
         if self.in_path and TOKEN_PARAM in delivery.path_params:
             candidates.append(delivery.path_params[TOKEN_PARAM])
@@ -159,8 +162,11 @@ def _decode_secret(secret: str | bytes) -> bytes:
         key = secret
     else:
         text = secret.removeprefix("whsec_")
+        # Senders show a secret with or without its base64 padding: restore it, as the
+        # standardwebhooks library does, so that either spelling gives the same key.
+        padded = text + "=" * (-len(text) % 4)
         try:
-            key = base64.b64decode(text, validate=True)
+            key = base64.b64decode(padded, validate=True)
         except (binascii.Error, ValueError) as exc:
             raise ConfigurationError(
                 "a Standard Webhooks secret is 'whsec_' followed by base64; "
@@ -171,15 +177,48 @@ def _decode_secret(secret: str | bytes) -> bytes:
     return key
 
 
+#: The three signature headers: the Standard Webhooks names, and Svix's names for the same.
+_SIGNATURE_HEADERS: Final = (
+    ("webhook-id", "svix-id"),
+    ("webhook-timestamp", "svix-timestamp"),
+    ("webhook-signature", "svix-signature"),
+)
+
+
+def _signature_headers(headers: Mapping[str, str]) -> list[str]:
+    """The message id, timestamp and signature of a delivery (``""`` where missing).
+
+    Each is read from its ``webhook-*`` header, else from its ``svix-*`` one: Svix sends those
+    unless an account renames them, and the svix library reads both spellings too (it reads
+    ``svix-*`` first, which only a delivery carrying both, different, could tell apart).
+    """
+    return [headers.get(standard) or headers.get(svix, "") for standard, svix in _SIGNATURE_HEADERS]
+
+
+def _missing(values: Sequence[str]) -> Rejection:
+    names = [
+        f"{standard} (or {svix})"
+        for (standard, svix), value in zip(_SIGNATURE_HEADERS, values, strict=True)
+        if not value
+    ]
+    return Rejection(
+        401,
+        "signature",
+        f"missing header(s) {', '.join(names)}; sign the delivery in the Standard Webhooks form",
+    )
+
+
 @attrs.frozen(init=False, repr=False)
 class StandardWebhooksVerifier:
     """HMAC-SHA256 signatures in the Standard Webhooks form.
 
     Headers ``webhook-id``, ``webhook-timestamp`` (Unix seconds) and ``webhook-signature`` (space
-    separated ``v1,<base64>`` entries); the signed content is ``{id}.{timestamp}.{body}``.
-    ``secrets`` are ``whsec_<base64>`` strings (or raw key bytes); pass several while rotating.
-    A timestamp more than ``tolerance`` seconds away from ``clock()``, in either direction, is
-    refused so that a captured delivery cannot be replayed later.
+    separated ``v1,<base64>`` entries), or Svix's ``svix-id``, ``svix-timestamp`` and
+    ``svix-signature`` (each ``webhook-*`` header is read first); the signed content is
+    ``{id}.{timestamp}.{body}``.  ``secrets`` are ``whsec_<base64>`` strings, padded or not, or
+    raw key bytes; pass several while rotating.  A timestamp more than ``tolerance`` seconds away
+    from ``clock()``, in either direction, is refused so that a captured delivery cannot be
+    replayed later.
     """
 
     _keys: tuple[bytes, ...]
@@ -225,18 +264,12 @@ class StandardWebhooksVerifier:
         return ()
 
     def verify(self, delivery: Delivery) -> Rejection | None:
-        headers = delivery.headers
-        missing = [
-            name
-            for name in ("webhook-id", "webhook-timestamp", "webhook-signature")
-            if not headers.get(name)
-        ]
-        if missing:
-            return Rejection(
-                401, "signature", f"missing header(s) {', '.join(missing)}; sign the delivery"
-            )
-        msg_id = headers["webhook-id"]
-        raw_ts = headers["webhook-timestamp"].strip()
+        """``None`` to accept ``delivery``, or the :class:`Rejection` to answer it with."""
+        values = _signature_headers(delivery.headers)
+        msg_id, raw_ts, signature = values
+        if not (msg_id and raw_ts and signature):
+            return _missing(values)
+        raw_ts = raw_ts.strip()
         if not (raw_ts.isascii() and raw_ts.isdigit()) or len(raw_ts) > 12:
             return Rejection(401, "timestamp", "webhook-timestamp must be Unix time in seconds")
         timestamp = int(raw_ts)
@@ -249,7 +282,7 @@ class StandardWebhooksVerifier:
             )
         offered = [
             part.partition(",")[2]
-            for part in headers["webhook-signature"].split()[:_MAX_SIGNATURES]
+            for part in signature.split()[:_MAX_SIGNATURES]
             if part.startswith("v1,")
         ]
         if not offered:

@@ -62,6 +62,7 @@ class WidgetSelection:
             require_text(item, f"an item slug of widget {self.slug!r}")
 
     def to_wire(self) -> dict[str, Any]:
+        """The selection as the service's JSON: ``{"slug": ..., "item_slugs": [...]}``."""
         return {"slug": self.slug, "item_slugs": list(self.item_slugs)}
 
 
@@ -134,6 +135,7 @@ class Catalogue:
     # -- widgets
 
     def has_widgets_of(self, tool: str) -> bool:
+        """Whether the widgets of ``tool`` (any spelling) are loaded in this snapshot."""
         return any(alias in self.widgets for alias in aliases(tool))
 
     def widgets_of(self, tool: str) -> tuple[Widget, ...]:
@@ -255,6 +257,7 @@ class Catalogue:
         return widget.type == "toggle" or widget.slug in MULTI_SELECT_WIDGETS
 
     def find_item(self, tool: str, item_slug: str) -> tuple[Widget, WidgetItem] | None:
+        """The widget of ``tool`` holding ``item_slug``, and that item; ``None`` if none has it."""
         for widget in self.widgets_of(tool):
             for item in widget.items:
                 if item.slug == item_slug:

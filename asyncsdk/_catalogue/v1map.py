@@ -84,6 +84,7 @@ class V1Translation:
     v1_order_id: str = ""
 
     def widgets_json(self) -> list[dict[str, Any]]:
+        """The widgets as the service's JSON list (each :meth:`WidgetSelection.to_wire`)."""
         return [selection.to_wire() for selection in self.widgets]
 
     def process_arguments(self) -> dict[str, Any]:

@@ -88,10 +88,12 @@ def status_error(
     method: str,
     url: str,
     message: str | None = None,
+    hint: str = "",
 ) -> APIStatusError:
     """The error for a non-2xx answer: ``{error, key}`` from a JSON body, else the raw text.
 
-    ``message`` replaces the one read from the body.  A 429 carries ``retry_after``, measured now.
+    ``message`` replaces the one read from the body; ``hint`` says what to change.  A 429
+    carries ``retry_after``, measured now.
     """
     text = body.decode("utf-8", "replace")
     read, key = _message_of(status, headers, text)
@@ -102,6 +104,7 @@ def status_error(
         "body": _excerpt(text, _BODY_EXCERPT),
         "method": method,
         "url": url,
+        "hint": hint,
     }
     if status == 429:
         return RateLimitError(message or read, retry_after=parse_retry_after(headers), **details)

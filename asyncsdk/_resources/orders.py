@@ -28,7 +28,10 @@ __all__ = ["Orders"]
 
 
 class Orders:
-    """Orders: the uploaded input images (spec 4.5 to 4.7)."""
+    """Orders: the uploaded input images (spec 4.5 to 4.7), as ``client.orders``.
+
+    Reached through a :class:`~asyncsdk.Client`, which builds it; not made directly.
+    """
 
     def __init__(self, core: Core) -> None:
         self._core = core
@@ -73,9 +76,10 @@ class Orders:
     ) -> CreatedOrder:
         """Add a mask image to an order (blue ``#7878CD`` removes, black keeps).
 
-        ``check=True`` (default) applies the checks of :meth:`Client.run_mask_removal
-        <asyncsdk.Client.run_mask_removal>` before anything is sent: :func:`~asyncsdk.check_mask`
-        (a white or empty mask raises :class:`~asyncsdk.MaskError`) and the file's format.  They
+        ``check=True`` (default) applies the checks of
+        :meth:`~asyncsdk.Client.run_mask_removal` before anything is sent:
+        :func:`~asyncsdk.check_mask` (a white or empty mask raises :class:`~asyncsdk.MaskError`)
+        and the file's format.  They
         need Pillow (``asyncsdk[images]``); a mask given as a file object or stream is read into
         memory for them (a mask is small).  ``check=False`` sends any source as it is.
         """

@@ -30,8 +30,10 @@ __all__ = ["Processes"]
 
 
 class Processes:
-    """Processes: one AI job each (spec 4.8, 4.9), and waiting for their results.
+    """Processes: one AI job each (spec 4.8, 4.9), and waiting for their results, as
+    ``client.processes``.
 
+    Reached through a :class:`~asyncsdk.Client`, which builds it; not made directly.
     ``orders`` and ``catalogue`` are the client's (``create`` reads an order's assets; the
     :class:`~asyncsdk.CatalogueCache` checks requests); ``validate`` the client-wide default of
     checking process requests against it (each call may override it).

@@ -15,7 +15,10 @@ __all__ = ["Projects"]
 
 
 class Projects:
-    """Projects: one per property (spec 4.1 to 4.4)."""
+    """Projects: one per property (spec 4.1 to 4.4), as ``client.projects``.
+
+    Reached through a :class:`~asyncsdk.Client`, which builds it; not made directly.
+    """
 
     def __init__(self, core: Core) -> None:
         self._core = core

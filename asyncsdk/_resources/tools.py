@@ -12,7 +12,11 @@ __all__ = ["Tools"]
 
 
 class Tools:
-    """The tool catalogue (spec 4.10) and the widgets of a tool (4.11)."""
+    """The tool catalogue (spec 4.10) and the widgets of a tool (4.11), as ``client.tools``.
+
+    Each call asks the service; ``client.catalogue`` (a :class:`~asyncsdk.CatalogueCache`)
+    keeps their answers.  Reached through a :class:`~asyncsdk.Client`; not made directly.
+    """
 
     def __init__(self, core: Core) -> None:
         self._core = core

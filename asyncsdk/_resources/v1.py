@@ -18,7 +18,10 @@ __all__ = ["V1"]
 
 
 class V1:
-    """The legacy V1 endpoints (spec 4.12, 4.13); V3 replaces them."""
+    """The legacy V1 endpoints (spec 4.12, 4.13), as ``client.v1``; V3 replaces them.
+
+    Reached through a :class:`~asyncsdk.Client`, which builds it; not made directly.
+    """
 
     def __init__(self, core: Core) -> None:
         self._core = core

@@ -60,7 +60,45 @@ def build_parser() -> argparse.ArgumentParser:
     for sub in subparsers.choices.values():
         sub.epilog = sub.epilog or EPILOG
         sub.formatter_class = argparse.RawDescriptionHelpFormatter
+    _show_defaults(parser)
+    _own_usage(parser)
     return parser
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    return [
+        sub
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for sub in action.choices.values()
+    ]
+
+
+def _show_defaults(parser: argparse.ArgumentParser) -> None:
+    """Write each option's default into its ``--help`` line, unless it has none (``None``,
+    ``False``, empty) or its help already says it."""
+    for action in parser._actions:
+        help_text = action.help or ""
+        default = action.default
+        none = default is None or default is False or default is argparse.SUPPRESS
+        if (
+            action.option_strings
+            and not none
+            and default != []
+            and help_text != argparse.SUPPRESS
+            and "default" not in help_text
+        ):
+            action.help = f"{help_text} (default: %(default)s)".lstrip()
+    for sub in _subcommands(parser):
+        _show_defaults(sub)
+
+
+def _own_usage(parser: argparse.ArgumentParser) -> None:
+    """Let each subcommand be found after parsing, so that its own usage answers a stray
+    argument (``process ... -w space bedroom``), not the top level's."""
+    for sub in _subcommands(parser):
+        sub.set_defaults(usage_parser=sub)
+        _own_usage(sub)
 
 
 def _error(message: str) -> None:
@@ -112,9 +150,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
     parser = build_parser()
     try:
-        args = parser.parse_args(
+        args, extra = parser.parse_known_args(
             _attach_secret_values(parser, sys.argv[1:] if argv is None else argv)
         )
+        if extra:
+            owner: argparse.ArgumentParser = vars(args).get("usage_parser", parser)
+            owner.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:  # --help, --version, or a usage error already printed
         return exc.code if isinstance(exc.code, int) else 2
     handler: Handler = args.handler

@@ -199,10 +199,11 @@ async def _service(
         async with local_service(config) as local, local.client() as client:
             yield client, local.registry, f"sandbox:{uuid.uuid4().hex}"
         return
-    key, base, app = service_settings(os.environ, args.base_url, args.app_url)
+    _, base, app = service_settings(os.environ, args.base_url, args.app_url)
     # Creations are paced by the command itself (see _pace), with the slots of earlier runs, so
-    # the client's own limit is off: two pacers would wait twice.
-    async with Client(api_key=key, base_url=base, app_url=app, generation_limit=None) as client:
+    # the client's own limit is off: two pacers would wait twice.  The key is read by the client
+    # from ASYNCSDK_API_KEY, so that a refused key's message names that variable.
+    async with Client(base_url=base, app_url=app, generation_limit=None) as client:
         yield client, None, str(client.settings.base_url)
 
 

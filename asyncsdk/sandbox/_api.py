@@ -12,6 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
+from asyncsdk import MaskError
 from asyncsdk.sandbox import _images
 from asyncsdk.sandbox._files import EXTENSIONS
 from asyncsdk.sandbox._http import api_key, file_urls, json_body, runtime_of, success
@@ -209,7 +210,10 @@ async def get_file(request: web.Request) -> web.StreamResponse:
         target = store.variant_path(stored, f"{width or 0}x{height or 0}")
         if not target.exists():
             partial = target.with_name(f"{target.name}.{store.new_id()}.tmp")
-            await rt.in_thread(_images.resize_to, path, partial, width, height)
+            try:
+                await rt.in_thread(_images.resize_to, path, partial, width, height)
+            except MaskError as exc:
+                raise SandboxError(400, "api_error_image_too_large", str(exc)) from None
             partial.replace(target)
         path = target
     return web.FileResponse(path, headers={"Content-Type": f"image/{stored.format}"})

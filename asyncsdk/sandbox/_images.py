@@ -2,17 +2,22 @@
 
 Every function here is synchronous and works on files (the sandbox runs them in a worker thread).
 Each tool's output differs visibly from its input, the same input always gives the same output, and
-the widget selections (style, material, sky...) change the colours used.
+the widget selections (style, material, sky...) change the colours used.  Every file is opened
+through :func:`_open`, which refuses an image past ``asyncsdk.check_image_size``'s cap from its
+header, with :class:`~asyncsdk.MaskError`, before a pixel is decoded; so are resize targets.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
 from PIL import Image, ImageChops, ImageDraw, ImageEnhance, ImageFilter, ImageOps, ImageStat
+
+from asyncsdk import MaskError, check_image_size
 
 __all__ = [
     "MASK_BLUE",
@@ -45,11 +50,25 @@ def detect_format(head: bytes) -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def _open(path: Path) -> Iterator[Image.Image]:
+    """``path`` opened, nothing decoded yet; :class:`MaskError` if it declares too many pixels."""
+    try:
+        opened = Image.open(path)
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        # Pillow's own limit, higher than ours (its warning is raised only under -W error).
+        raise MaskError(f"the image is refused by Pillow as a decompression bomb: {exc}") from exc
+    with opened:
+        check_image_size(opened.size)
+        yield opened
+
+
 def image_size(path: Path) -> tuple[int, int]:
-    """Width and height read from the header; raises ``OSError``/``ValueError`` if undecodable."""
-    with Image.open(path) as img:
+    """Width and height read from the header; :class:`MaskError` past the pixel cap, and
+    ``OSError``/``ValueError``/``SyntaxError`` if undecodable."""
+    with _open(path) as img:
         img.verify()
-    with Image.open(path) as img:
+    with _open(path) as img:
         return img.size
 
 
@@ -186,11 +205,11 @@ def render_tool(
     """
     seed = "|".join(sorted(selections)) or tool
     image_path = next(p for slot, p in inputs.items() if not slot.endswith("-input-mask"))
-    with Image.open(image_path) as src:
+    with _open(image_path) as src:
         img = src.convert("RGB")
     if tool == "tool-item-removal-mask":
         mask_path = next(p for slot, p in inputs.items() if slot.endswith("-input-mask"))
-        with Image.open(mask_path) as mask:
+        with _open(mask_path) as mask:
             result = fill_masked(img, mask_region(mask, img.size))
     else:
         result = _TRANSFORMS[tool](img, seed)
@@ -199,8 +218,11 @@ def render_tool(
 
 
 def resize_to(src: Path, dst: Path, width: int | None, height: int | None) -> None:
-    """Write ``src`` resized to fit ``width`` x ``height`` (either may be None: keep the ratio)."""
-    with Image.open(src) as img:
+    """Write ``src`` resized to fit ``width`` x ``height`` (either may be None: keep the ratio).
+
+    :class:`MaskError` when ``src`` or the size asked for has more pixels than the cap.
+    """
+    with _open(src) as img:
         w, h = img.size
         if width and height:
             size = (width, height)
@@ -210,6 +232,7 @@ def resize_to(src: Path, dst: Path, width: int | None, height: int | None) -> No
             size = (max(1, round(w * height / h)), height)
         else:
             size = (w, h)
+        check_image_size(size, "resized image")
         fmt = "PNG" if img.format == "PNG" else "JPEG"
         out = img.convert("RGBA" if fmt == "PNG" else "RGB").resize(size, Image.Resampling.LANCZOS)
         out.save(dst, fmt)

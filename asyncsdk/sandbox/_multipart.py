@@ -1,7 +1,7 @@
 """Multipart uploads of the sandbox: files streamed to disk chunk by chunk, fields kept as text.
 
-Each file part is checked while it arrives (size cap, magic bytes, decodable image); a request
-that fails leaves no file behind.
+Each file part is checked while it arrives (size cap, magic bytes, pixel cap read from the header,
+decodable image); a request that fails leaves no file behind.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Final
 import attrs
 from aiohttp import BodyPartReader, web
 
+from asyncsdk import MaskError
 from asyncsdk.sandbox import _images
 from asyncsdk.sandbox._http import runtime_of
 from asyncsdk.sandbox._records import SandboxError, StoredFile
@@ -69,6 +70,8 @@ async def receive_file(rt: Runtime, part: BodyPartReader) -> StoredFile:
             )
         try:
             width, height = await rt.in_thread(_images.image_size, store.spool_path(file_id))
+        except MaskError as exc:
+            raise SandboxError(400, "api_error_image_too_large", f"file {name!r}: {exc}") from None
         except (OSError, ValueError, SyntaxError):
             raise SandboxError(
                 400,

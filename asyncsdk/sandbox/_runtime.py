@@ -14,6 +14,7 @@ from typing import Any
 import aiohttp
 import attrs
 
+from asyncsdk import MaskError
 from asyncsdk.sandbox import _images
 from asyncsdk.sandbox._chaos import Chaos
 from asyncsdk.sandbox._config import SandboxConfig
@@ -139,7 +140,7 @@ class Runtime:
         if not process.will_fail:
             try:
                 result = await self._render(process)
-            except (OSError, ValueError) as exc:
+            except (OSError, ValueError, MaskError) as exc:
                 log.warning("process %s failed to render: %s", process.id, exc)
         await self._pause(self.config.processing_delay - (loop.time() - started), since)
         self.state.finish(process, result)

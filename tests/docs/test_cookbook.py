@@ -7,11 +7,16 @@ import hashlib
 import hmac
 import io
 import json
+import logging
 import math
 import os
+import re
+import secrets
 import shutil
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -27,8 +32,8 @@ from PIL import Image, ImageDraw, ImageStat
 
 import asyncsdk
 from asyncsdk import ProcessStatus, ToolSlug, check_mask, samples
-from asyncsdk.sandbox import Sandbox
-from webhooks import RECEIVER_KEY, Registry
+from asyncsdk.sandbox import Sandbox, SandboxConfig
+from webhooks import RECEIVER_KEY, RedactingAccessLogger, Registry
 
 COOKBOOK = ROOT / "docs" / "cookbook.md"
 TOKEN = "cookbook-" + "t0k3n" * 6
@@ -49,6 +54,7 @@ RECIPES = {
     "widgets",
     "errors",
     "settings",
+    "quickstart",
 }
 
 
@@ -62,6 +68,25 @@ async def until(condition: Callable[[], bool], seconds: float = 10.0) -> None:
     async with asyncio.timeout(seconds):
         while not condition():  # noqa: ASYNC110 - the state lives in the recipe's handler
             await asyncio.sleep(0.02)
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on (bound, then released) for a recipe's main."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+@pytest.fixture
+def environment(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """What a recipe's main reads: the sandbox's address and key, a webhook token; run in a
+    temporary folder, where its files land."""
+    monkeypatch.setenv("ASYNCSDK_API_KEY", sandbox.api_key)
+    monkeypatch.setenv("ASYNCSDK_BASE_URL", sandbox.base_url)
+    monkeypatch.setenv("ASYNCSDK_WEBHOOK_TOKEN", TOKEN)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
 
 
 @pytest.fixture
@@ -113,6 +138,18 @@ async def test_batch_folder_stages_every_photo_with_a_progress_bar(
     assert err.startswith("\r[------------------------------] 0/4 photos, 0 failed")
     assert err.endswith("\r[" + "#" * 30 + "] 4/4 photos, 1 failed\n")
     assert sandbox.stats.processes_created == 3
+
+
+async def test_batch_folder_main_stages_into_staged(
+    sandbox: Sandbox, environment: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recipe = run_block(COOKBOOK, "batch-folder")
+    folder = environment / "photos"
+    folder.mkdir()
+    shutil.copy(BEDROOM, folder / "bedroom.jpg")
+    await recipe["main"](folder)
+    assert capsys.readouterr().out == "bedroom.jpg: done\n"
+    assert (environment / "staged" / "bedroom-staged-1.jpg").read_bytes().startswith(b"\xff\xd8")
 
 
 async def test_the_receiver_mounted_in_an_existing_app_keeps_results(
@@ -182,6 +219,20 @@ async def test_the_github_recipe_verifies_stores_once_and_handles_pushes(
     await until(lambda: pushes == ["1f2e3d4c"])
 
 
+async def test_mount_receiver_main_serves_the_app_and_stages_a_photo(
+    sandbox: Sandbox, environment: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recipe = run_block(COOKBOOK, "mount-receiver")
+    port = free_port()
+    sandbox.register_webhook(f"http://127.0.0.1:{port}/hooks/{TOKEN}")
+    await recipe["main"](BEDROOM, port)
+    process_id, urls = capsys.readouterr().out.split(" ", 1)
+    assert urls.startswith(f"['{sandbox.base_url}/")  # the result's URL, kept by the handler
+    assert sandbox.stats.processes_created == 1
+    assert [d.process_id for d in sandbox.stats.deliveries if d.delivered] == [process_id]
+    assert (environment / "webhooks.sqlite3").exists()
+
+
 async def test_the_result_comes_by_webhook_without_a_poll(
     sandbox: Sandbox, served: Callable[[web.Application], Any]
 ) -> None:
@@ -194,6 +245,17 @@ async def test_the_result_comes_by_webhook_without_a_poll(
     assert process.status == ProcessStatus.DONE
     assert process.final_assets
     assert sandbox.stats.requests["GET /v3/process/{id}"] == 0
+
+
+async def test_webhook_or_poll_main_runs_the_receiver_and_the_waiting_side(
+    sandbox: Sandbox, environment: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recipe = run_block(COOKBOOK, "webhook-or-poll")
+    port = free_port()
+    sandbox.register_webhook(f"http://127.0.0.1:{port}/hooks/{TOKEN}")
+    await recipe["main"](BEDROOM, port)
+    assert re.fullmatch(r"\S+ done \['http://\S+'\]\n", capsys.readouterr().out)
+    assert sandbox.stats.requests["GET /v3/process/{id}"] == 0  # woken by the webhook
 
 
 async def test_without_a_webhook_the_wait_falls_back_to_polling(sandbox: Sandbox) -> None:
@@ -253,6 +315,46 @@ async def test_three_receivers_on_redis_handle_each_event_once(
     assert sandbox.stats.requests["GET /v3/process/{id}"] == 0
 
 
+@pytest.mark.redis
+async def test_redis_main_waits_on_one_instance_for_a_webhook_another_received(
+    sandbox: Sandbox,
+    environment: Path,
+    redis_url: str,
+    redis_prefix: str,
+    monkeypatch: pytest.MonkeyPatch,
+    served: Callable[[web.Application], Any],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    recipe = run_block(COOKBOOK, "redis-receivers")
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    # The webhook goes to another instance only, as a load balancer may send it.
+    other = await served(recipe["make_app"](TOKEN, redis_url, redis_prefix))
+    sandbox.register_webhook(str(other.make_url(f"/hooks/{TOKEN}")))
+    await recipe["main"](free_port(), BEDROOM, prefix=redis_prefix)
+    assert re.fullmatch(r"\S+ done\n", capsys.readouterr().out)
+    assert sandbox.stats.requests["GET /v3/process/{id}"] == 0  # woken through Redis
+
+
+@pytest.mark.postgres
+async def test_postgres_main_waits_on_one_instance_for_a_webhook_another_received(
+    sandbox: Sandbox,
+    environment: Path,
+    postgres_dsn: str,
+    postgres_schema: str,
+    monkeypatch: pytest.MonkeyPatch,
+    served: Callable[[web.Application], Any],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    recipe = run_block(COOKBOOK, "postgres-receivers")
+    monkeypatch.setenv("DATABASE_URL", postgres_dsn)
+    other_app = recipe["make_app"](TOKEN, postgres_dsn, postgres_schema)
+    other = await served(other_app)
+    sandbox.register_webhook(str(other.make_url(f"/hooks/{TOKEN}")))
+    await recipe["main"](free_port(), BEDROOM, schema=postgres_schema)
+    assert re.fullmatch(r"\S+ done\n", capsys.readouterr().out)
+    assert sandbox.stats.requests["GET /v3/process/{id}"] == 0  # woken through PostgreSQL
+
+
 @pytest.mark.postgres
 async def test_three_receivers_on_postgres_record_each_event_once(
     sandbox: Sandbox,
@@ -299,15 +401,114 @@ async def test_three_receivers_on_postgres_record_each_event_once(
     assert sandbox.stats.requests["GET /v3/process/{id}"] == 0
 
 
+async def test_the_web_service_stages_photos_answering_each_case(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    namespace = run_block(COOKBOOK, "quickstart")
+    assert namespace["RESULT_WAIT"] == 20.0  # the wait the recipe states
+    monkeypatch.chdir(tmp_path)  # the example's SQLite inbox lands here
+    token = secrets.token_urlsafe(24)
+    caplog.set_level(logging.INFO, logger="aiohttp.access")
+    async with Sandbox(SandboxConfig(pending_delay=0.05, processing_delay=0.1)) as sb:
+        monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
+        monkeypatch.setenv("ASYNCSDK_BASE_URL", sb.base_url)
+        app = namespace["make_app"](token)
+        # As the recipe's run_app does: the access log hides the webhook token.
+        server = TestServer(app, host="127.0.0.1", port=0)
+        await server.start_server(access_log_class=RedactingAccessLogger)
+        async with server, aiohttp.ClientSession() as session:
+            sb.register_webhook(str(server.make_url(f"/hooks/{token}")))
+            photo = samples.path("bedroom-empty.jpg").read_bytes()
+
+            # 202 at once, with the process id and where to ask for the result.
+            async with session.post(server.make_url("/stage"), data=photo) as response:
+                assert response.status == 202
+                accepted = await response.json()
+                location = response.headers["Location"]
+            process_id = accepted["process_id"]
+            assert accepted == {"process_id": process_id, "status": "pending"}
+            assert location == f"/stage/{process_id}"
+
+            async with session.get(server.make_url(location)) as response:
+                assert response.status == 200
+                body = await response.json()
+            assert body["status"] == "done"
+            async with session.get(body["results"][0]) as image:
+                assert image.content_type == "image/jpeg"
+
+            # A file that is not a photo: 400 with the SDK's message, and nothing sent.
+            async with session.post(server.make_url("/stage"), data=b"not a photo") as response:
+                assert response.status == 400
+                message = await response.text()
+            assert "is not a JPG, PNG or WEBP image" in message
+            assert sb.stats.orders_created == 1
+
+            # A process still running: the GET answers 202 once the stated wait has passed.
+            sb.config.pending_delay = math.inf
+            async with session.post(server.make_url("/stage"), data=photo) as response:
+                assert response.status == 202
+                slow = await response.json()
+            namespace["RESULT_WAIT"] = 0.3
+            started = time.monotonic()
+            async with session.get(server.make_url(f"/stage/{slow['process_id']}")) as response:
+                assert response.status == 202
+                assert (await response.json())["status"] == "processing"
+            assert time.monotonic() - started < 5
+            polled = sb.stats.requests["GET /v3/process/{id}"]
+            assert polled == 1  # no webhook by half-time: the service was asked once
+
+            # An id the service never made: 404, once the service has said so.
+            async with session.get(server.make_url("/stage/no-such-process")) as response:
+                assert response.status == 404
+                assert "no process 'no-such-process'" in await response.text()
+            assert sb.stats.requests["GET /v3/process/{id}"] == polled + 1
+
+            # The generation window full: 429 with when to come back, and nothing uploaded.
+            app[namespace["CLIENT"]].generation_limit.refused()
+            async with session.post(server.make_url("/stage"), data=photo) as response:
+                assert response.status == 429
+                assert int(response.headers["Retry-After"]) >= 1
+            assert sb.stats.orders_created == 2
+        assert sb.stats.processes_created == 2
+        # The finished process's result came by webhook: it was never polled.
+        assert sb.stats.requests["GET /v3/process/{id}"] == 2
+        assert any(d.delivered for d in sb.stats.deliveries)
+    assert (tmp_path / "webhooks.sqlite3").exists()
+    access = "\n".join(record.getMessage() for record in caplog.records)
+    assert "/hooks/***" in access
+    assert token not in access
+
+
+async def test_the_web_service_main_serves_and_stages_a_photo_through_it(
+    sandbox: Sandbox, environment: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recipe = run_block(COOKBOOK, "quickstart")
+    port = free_port()
+    sandbox.register_webhook(f"http://127.0.0.1:{port}/hooks/{TOKEN}")
+    await recipe["main"](Path(BEDROOM), port)
+    accepted, finished = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(r"202 \{'process_id': '\S+', 'status': 'pending'\}", accepted)
+    assert finished.startswith("200 {'process_id': ")
+    assert "'status': 'done'" in finished
+    assert sandbox.stats.requests["GET /v3/process/{id}"] == 0  # the result came by webhook
+    assert (environment / "webhooks.sqlite3").exists()
+
+
 def test_the_sandbox_fixture_and_chaos_recipes_pass_as_a_test_suite(tmp_path: Path) -> None:
     # Run as a user's own test files in a separate pytest, with the installed sandbox plugin.
     (tmp_path / "test_my_service.py").write_text(code_block(COOKBOOK, "sandbox-fixture"))
     (tmp_path / "test_chaos.py").write_text(code_block(COOKBOOK, "chaos"))
+    # With the recipe's configuration, and nothing else, no warning is left (-W error).
+    config = re.findall(r"^```toml\n(.*?)^```$", COOKBOOK.read_text(encoding="utf-8"), re.M | re.S)
+    assert config == [
+        '[tool.pytest.ini_options]\nasyncio_default_fixture_loop_scope = "function"\n'
+    ]
+    (tmp_path / "pyproject.toml").write_text(config[0])
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ASYNCSDK_", "PYTEST_"))}
     run = subprocess.run(
         [
             *(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error"),
-            *("-o", "asyncio_default_fixture_loop_scope=function", str(tmp_path)),
+            str(tmp_path),
         ],
         cwd=tmp_path,
         env=env,

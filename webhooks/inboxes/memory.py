@@ -80,6 +80,7 @@ class MemoryInbox:
                 del self._keys[key]
 
     async def put(self, event: StoredEvent, raw: bytes) -> bool:
+        """Store the event once; ``False`` for a duplicate: :meth:`~webhooks.Inbox.put`."""
         return self._put(event, raw)
 
     def submit_put(self, event: StoredEvent, raw: bytes) -> asyncio.Future[bool]:
@@ -127,6 +128,7 @@ class MemoryInbox:
         return record
 
     async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
+        """Claim up to ``limit`` due entries: :meth:`~webhooks.Inbox.claim_batch`."""
         consumer = check_consumer(consumer)
         check_limit(limit)
         self._open()
@@ -146,6 +148,7 @@ class MemoryInbox:
         return out
 
     async def extend(self, consumer: str, entry_ids: Sequence[str]) -> None:
+        """Renew the claims ``consumer`` holds on ``entry_ids``: :meth:`~webhooks.Inbox.extend`."""
         self._open()
         now = self.clock()
         for entry_id in entry_ids:
@@ -154,10 +157,12 @@ class MemoryInbox:
                 record.claimed_at = now
 
     async def ack(self, entry_id: str) -> None:
+        """Mark the entry finished for good: :meth:`~webhooks.Inbox.ack`."""
         self._open()
         self._finish(entry_id, self.clock() + self.dedup_retention)
 
     async def ack_many(self, entry_ids: Sequence[str]) -> None:
+        """Mark each entry finished for good, in one step: :meth:`~webhooks.Inbox.ack_many`."""
         self._open()
         expiry = self.clock() + self.dedup_retention
         for entry_id in entry_ids:
@@ -172,6 +177,7 @@ class MemoryInbox:
             self._expiries.append((expiry, record.key))
 
     async def retry_later(self, entry_id: str, error: str, delay: float) -> None:
+        """Release the entry, due again in ``delay`` s: :meth:`~webhooks.Inbox.retry_later`."""
         delay = require_seconds("delay", delay, zero_ok=True)
         self._open()
         record = self._records.get(entry_id)
@@ -182,6 +188,7 @@ class MemoryInbox:
         record.due_at = self.clock() + max(0.0, delay)
 
     async def dead_letter(self, entry_id: str, error: str) -> None:
+        """Park the entry until replayed; record ``error``: :meth:`~webhooks.Inbox.dead_letter`."""
         self._open()
         record = self._records.get(entry_id)
         if record is None:
@@ -193,11 +200,13 @@ class MemoryInbox:
         record.last_error = error
 
     async def dead_letters(self, limit: int = 1000) -> list[InboxEntry]:
+        """The parked entries, oldest first: :meth:`~webhooks.Inbox.dead_letters`."""
         self._open()
         dead = [r.entry() for r in self._records.values() if r.state == _DEAD]
         return dead[:limit]
 
     async def replay(self, entry_id: str) -> None:
+        """Move a dead letter back to pending, attempts reset: :meth:`~webhooks.Inbox.replay`."""
         self._open()
         record = self._records.get(entry_id)
         if record is None or record.state != _DEAD:
@@ -208,6 +217,7 @@ class MemoryInbox:
         record.due_at = self.clock()
 
     async def purge(self, entry_id: str) -> None:
+        """Drop a dead letter for good: :meth:`~webhooks.InspectableInbox.purge`."""
         self._open()
         record = self._records.get(entry_id)
         if record is None or record.state != _DEAD:
@@ -215,6 +225,7 @@ class MemoryInbox:
         self._finish(entry_id, self.clock() + self.dedup_retention)
 
     async def stats(self) -> InboxStats:
+        """Depth, oldest entry's age, dead letters: :meth:`~webhooks.InspectableInbox.stats`."""
         self._open()
         pending = [r.received_at for r in self._records.values() if r.state == _PENDING]
         return InboxStats(
@@ -224,11 +235,14 @@ class MemoryInbox:
         )
 
     async def pending_count(self) -> int:
+        """Entries neither acked nor dead-lettered: :meth:`~webhooks.Inbox.pending_count`."""
         self._open()
         return len(self._records) - self._dead
 
     async def check(self) -> None:
+        """Raise ``InboxUnavailableError`` if the store is down: :meth:`~webhooks.Inbox.check`."""
         self._open()
 
     async def close(self) -> None:
+        """Release the inbox's resources; idempotent: :meth:`~webhooks.Inbox.close`."""
         self._closed = True

@@ -144,6 +144,7 @@ class PostgresInbox:
         return sorted((entry_from_row(row) for row in rows), key=lambda entry: int(entry.id))
 
     async def extend(self, consumer: str, entry_ids: Sequence[str]) -> None:
+        """Renew the claims ``consumer`` holds on ``entry_ids``: :meth:`~webhooks.Inbox.extend`."""
         consumer = check_consumer(consumer)
         ids = _ids(entry_ids)
         if ids:
@@ -152,6 +153,7 @@ class PostgresInbox:
             )
 
     async def ack(self, entry_id: str) -> None:
+        """Mark the entry finished for good: :meth:`~webhooks.Inbox.ack`."""
         await self.ack_many((entry_id,))
 
     async def ack_many(self, entry_ids: Sequence[str]) -> None:
@@ -197,6 +199,7 @@ class PostgresInbox:
         return True
 
     async def retry_later(self, entry_id: str, error: str, delay: float) -> None:
+        """Release the entry, due again in ``delay`` s: :meth:`~webhooks.Inbox.retry_later`."""
         delay = require_seconds("delay", delay, zero_ok=True)
         ids = _ids((entry_id,))
         if ids:
@@ -209,6 +212,7 @@ class PostgresInbox:
             )
 
     async def dead_letter(self, entry_id: str, error: str) -> None:
+        """Park the entry until replayed; record ``error``: :meth:`~webhooks.Inbox.dead_letter`."""
         ids = _ids((entry_id,))
         if ids:
             await self._call(
@@ -217,6 +221,7 @@ class PostgresInbox:
             )
 
     async def dead_letters(self, limit: int = 1000) -> list[InboxEntry]:
+        """The parked entries, oldest first: :meth:`~webhooks.Inbox.dead_letters`."""
         check_limit(limit)
         if limit == 0:
             return []
@@ -226,6 +231,7 @@ class PostgresInbox:
         return [entry_from_row(row) for row in rows]
 
     async def replay(self, entry_id: str) -> None:
+        """Move a dead letter back to pending, attempts reset: :meth:`~webhooks.Inbox.replay`."""
         ids = _ids((entry_id,))
         if (
             not ids
@@ -240,6 +246,7 @@ class PostgresInbox:
             )
 
     async def purge(self, entry_id: str) -> None:
+        """Drop a dead letter for good: :meth:`~webhooks.InspectableInbox.purge`."""
         ids = _ids((entry_id,))
         if (
             not ids
@@ -254,12 +261,14 @@ class PostgresInbox:
             )
 
     async def stats(self) -> InboxStats:
+        """Depth, oldest entry's age, dead letters: :meth:`~webhooks.InspectableInbox.stats`."""
         row = await self._call("stats", lambda pool: pool.fetchrow(self._statements.stats))
         depth, oldest_age, dead = row if row is not None else (0, None, 0)
         age = None if oldest_age is None else max(0.0, float(oldest_age))
         return InboxStats(depth=int(depth), oldest_age=age, dead=int(dead))
 
     async def pending_count(self) -> int:
+        """Entries neither acked nor dead-lettered: :meth:`~webhooks.Inbox.pending_count`."""
         return int(
             await self._call(
                 "pending_count", lambda pool: pool.fetchval(self._statements.pending_count)
@@ -267,6 +276,7 @@ class PostgresInbox:
         )
 
     async def check(self) -> None:
+        """Raise ``InboxUnavailableError`` if the store is down: :meth:`~webhooks.Inbox.check`."""
         await self._call("check", lambda pool: pool.fetch(self._statements.check))
 
     async def close(self) -> None:

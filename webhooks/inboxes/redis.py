@@ -214,12 +214,14 @@ class RedisInbox:
         return [_scripts.parse_entry(row) for row in rows]
 
     async def extend(self, consumer: str, entry_ids: Sequence[str]) -> None:
+        """Renew the claims ``consumer`` holds on ``entry_ids``: :meth:`~webhooks.Inbox.extend`."""
         consumer = check_consumer(consumer)
         ids = [i for i in entry_ids if _scripts.is_entry_id(i)]
         if ids:
             await self._batched("EXTEND", self._keys.keys, [_scripts.GROUP, consumer, *ids])
 
     async def ack(self, entry_id: str) -> None:
+        """Mark the entry finished for good: :meth:`~webhooks.Inbox.ack`."""
         await self.ack_many((entry_id,))
 
     async def ack_many(self, entry_ids: Sequence[str]) -> None:
@@ -264,6 +266,7 @@ class RedisInbox:
         return bool(done)
 
     async def retry_later(self, entry_id: str, error: str, delay: float) -> None:
+        """Release the entry, due again in ``delay`` s: :meth:`~webhooks.Inbox.retry_later`."""
         delay = require_seconds("delay", delay, zero_ok=True)
         if _scripts.is_entry_id(entry_id):
             delay_ms = round(min(delay, 10 * 365 * 86400.0) * 1000)
@@ -274,6 +277,7 @@ class RedisInbox:
             )
 
     async def dead_letter(self, entry_id: str, error: str) -> None:
+        """Park the entry until replayed; record ``error``: :meth:`~webhooks.Inbox.dead_letter`."""
         if _scripts.is_entry_id(entry_id):
             await self._run(
                 "DEAD_LETTER",
@@ -289,6 +293,7 @@ class RedisInbox:
             )
 
     async def dead_letters(self, limit: int = 1000) -> list[InboxEntry]:
+        """The parked entries, oldest first: :meth:`~webhooks.Inbox.dead_letters`."""
         check_limit(limit)
         if limit == 0:
             return []
@@ -296,6 +301,7 @@ class RedisInbox:
         return [_scripts.parse_entry(row) for row in rows]
 
     async def replay(self, entry_id: str) -> None:
+        """Move a dead letter back to pending, attempts reset: :meth:`~webhooks.Inbox.replay`."""
         if not _scripts.is_entry_id(entry_id) or not await self._run(
             "REPLAY", self._keys.keys, [entry_id, self._ttl]
         ):
@@ -305,6 +311,7 @@ class RedisInbox:
             )
 
     async def purge(self, entry_id: str) -> None:
+        """Drop a dead letter for good: :meth:`~webhooks.InspectableInbox.purge`."""
         args = [_scripts.GROUP, entry_id, self._keys.dedup_prefix, self._ttl]
         if not _scripts.is_entry_id(entry_id) or not await self._run(
             "PURGE", self._keys.keys, args
@@ -315,14 +322,17 @@ class RedisInbox:
             )
 
     async def stats(self) -> InboxStats:
+        """Depth, oldest entry's age, dead letters: :meth:`~webhooks.InspectableInbox.stats`."""
         depth, dead, age_ms = await self._run("STATS", self._keys.keys, [])
         age = None if int(age_ms) < 0 else int(age_ms) / 1000
         return InboxStats(depth=int(depth), oldest_age=age, dead=int(dead))
 
     async def pending_count(self) -> int:
+        """Entries neither acked nor dead-lettered: :meth:`~webhooks.Inbox.pending_count`."""
         return int(await self._run("PENDING_COUNT", self._keys.keys, []))
 
     async def check(self) -> None:
+        """Raise ``InboxUnavailableError`` if the store is down: :meth:`~webhooks.Inbox.check`."""
         self._check_open()
         with translate_errors(InboxUnavailableError, InboxError, "inbox check", self._redis):
             await self._redis.ping()

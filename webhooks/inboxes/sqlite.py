@@ -65,9 +65,11 @@ class SQLiteInbox:
 
     @property
     def claim_timeout(self) -> float:
+        """Seconds until an unextended claim lapses: :attr:`~webhooks.Inbox.claim_timeout`."""
         return self._claim_timeout
 
     async def put(self, event: StoredEvent, raw: bytes) -> bool:
+        """Store the event once; ``False`` for a duplicate: :meth:`~webhooks.Inbox.put`."""
         return bool(await self.submit_put(event, raw))
 
     def submit_put(self, event: StoredEvent, raw: bytes) -> asyncio.Future[bool]:
@@ -136,6 +138,7 @@ class SQLiteInbox:
         return store
 
     async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
+        """Claim up to ``limit`` due entries: :meth:`~webhooks.Inbox.claim_batch`."""
         consumer = check_consumer(consumer)
         if check_limit(limit) == 0:
             return []
@@ -152,6 +155,7 @@ class SQLiteInbox:
         return result
 
     async def extend(self, consumer: str, entry_ids: Sequence[str]) -> None:
+        """Renew the claims ``consumer`` holds on ``entry_ids``: :meth:`~webhooks.Inbox.extend`."""
         ids = [int(i) for i in entry_ids if i.isdigit()]
         if not ids:
             return
@@ -166,6 +170,7 @@ class SQLiteInbox:
         await self._db.submit(op, db.STATEMENT)
 
     async def ack(self, entry_id: str) -> None:
+        """Mark the entry finished for good: :meth:`~webhooks.Inbox.ack`."""
         if not entry_id.isdigit():
             return
 
@@ -187,6 +192,7 @@ class SQLiteInbox:
         await self._db.submit(op, db.STEPS)  # several statements: a savepoint keeps them one step
 
     async def retry_later(self, entry_id: str, error: str, delay: float) -> None:
+        """Release the entry, due again in ``delay`` s: :meth:`~webhooks.Inbox.retry_later`."""
         delay = require_seconds("delay", delay, zero_ok=True)
         if not entry_id.isdigit():
             return
@@ -201,6 +207,7 @@ class SQLiteInbox:
         await self._db.submit(op, db.STATEMENT)
 
     async def dead_letter(self, entry_id: str, error: str) -> None:
+        """Park the entry until replayed; record ``error``: :meth:`~webhooks.Inbox.dead_letter`."""
         if not entry_id.isdigit():
             return
 
@@ -214,6 +221,8 @@ class SQLiteInbox:
         await self._db.submit(op, db.STATEMENT)
 
     async def dead_letters(self, limit: int = 1000) -> list[InboxEntry]:
+        """The parked entries, oldest first: :meth:`~webhooks.Inbox.dead_letters`."""
+
         def op(conn: sqlite3.Connection) -> list[InboxEntry]:
             rows = conn.execute(db.DEAD_SQL, (db.DEAD, limit)).fetchall()
             return [entry_from_row(row) for row in rows]
@@ -222,6 +231,8 @@ class SQLiteInbox:
         return entries
 
     async def replay(self, entry_id: str) -> None:
+        """Move a dead letter back to pending, attempts reset: :meth:`~webhooks.Inbox.replay`."""
+
         def op(conn: sqlite3.Connection) -> None:
             cur = conn.execute(
                 "UPDATE webhook_inbox SET state = ?, attempts = 0, due_at = ?, finished_at = NULL"
@@ -236,6 +247,8 @@ class SQLiteInbox:
         await self._db.submit(op, db.STATEMENT)
 
     async def purge(self, entry_id: str) -> None:
+        """Drop a dead letter for good: :meth:`~webhooks.InspectableInbox.purge`."""
+
         def op(conn: sqlite3.Connection) -> None:
             cur = conn.execute(
                 db.ACK_SQL + " AND state = ?",
@@ -249,6 +262,8 @@ class SQLiteInbox:
         await self._db.submit(op, db.STATEMENT)
 
     async def stats(self) -> InboxStats:
+        """Depth, oldest entry's age, dead letters: :meth:`~webhooks.InspectableInbox.stats`."""
+
         def op(conn: sqlite3.Connection) -> InboxStats:
             depth, oldest = conn.execute(
                 "SELECT COUNT(*), MIN(received_at) FROM webhook_inbox WHERE state = ?",
@@ -264,6 +279,8 @@ class SQLiteInbox:
         return stats
 
     async def pending_count(self) -> int:
+        """Entries neither acked nor dead-lettered: :meth:`~webhooks.Inbox.pending_count`."""
+
         def op(conn: sqlite3.Connection) -> int:
             (count,) = conn.execute(
                 "SELECT COUNT(*) FROM webhook_inbox WHERE state = ?", (db.PENDING,)
@@ -274,6 +291,8 @@ class SQLiteInbox:
         return pending
 
     async def check(self) -> None:
+        """Raise ``InboxUnavailableError`` if the store is down: :meth:`~webhooks.Inbox.check`."""
+
         def op(conn: sqlite3.Connection) -> None:
             conn.execute("SELECT 1 FROM webhook_inbox LIMIT 1").fetchall()
 
