@@ -1,9 +1,10 @@
 """Any sender's webhooks, signed by the real sender libraries, on every inbox backend.
 
-The ``svix`` and ``standardwebhooks`` packages sign the deliveries, as Svix and the Standard
-Webhooks senders do in production; an :class:`EventReceiver` verifies them, stores each once per
-message id, and runs its handlers by event type.  Also here: a receiver process killed with
-SIGKILL and started again handles each message once, on SQLite, Redis and PostgreSQL.
+The ``svix`` and ``standardwebhooks`` packages sign the deliveries, as Svix (with its own
+``svix-*`` header names) and the Standard Webhooks senders (``webhook-*``) do in production; an
+:class:`EventReceiver` verifies them, stores each once per message id, and runs its handlers by
+event type.  Also here: a receiver process killed with SIGKILL and started again handles each
+message once, on SQLite, Redis and PostgreSQL.
 """
 
 from __future__ import annotations
@@ -69,18 +70,21 @@ SENDERS = [
     pytest.param(sign_with_svix, id="svix"),
     pytest.param(sign_with_standardwebhooks, id="standardwebhooks"),
 ]
+#: The header names each library's senders use: Svix's own by default, the standard's otherwise.
+HEADER_PREFIX = {sign_with_svix: "svix", sign_with_standardwebhooks: "webhook"}
 
 
 def signed(
     sign: Sign, msg_id: str, body: bytes, *, secret: str = SECRET, timestamp: int | None = None
 ) -> dict[str, str]:
-    """The headers a Standard Webhooks sender puts on a delivery, signed by its library."""
+    """The headers the sender of ``sign``'s library puts on a delivery, signed by the library."""
     ts = int(time.time()) if timestamp is None else timestamp
+    prefix = HEADER_PREFIX[sign]
     return {
         **JSON,
-        "webhook-id": msg_id,
-        "webhook-timestamp": str(ts),
-        "webhook-signature": sign(secret, msg_id, ts, body),
+        f"{prefix}-id": msg_id,
+        f"{prefix}-timestamp": str(ts),
+        f"{prefix}-signature": sign(secret, msg_id, ts, body),
     }
 
 
