@@ -41,9 +41,10 @@ class WebhookEvent:
     timestamp: int | None
     """When the sender says it sent the message, Unix seconds (``webhook-timestamp``); ``None``
     when the sender sends no timestamp header."""
-    data: Any = attrs.field(eq=False, hash=False)
+    data: Any = attrs.field(hash=False)
     """The parsed JSON body's ``data`` member, or the whole parsed body when it has none (see
-    :func:`payload_data`).  Treat it as read-only: it is shared by every handler of the event."""
+    :func:`payload_data`).  Treat it as read-only: it is shared by every handler of the event.
+    Compared by ``==``, left out of the hash (a JSON object is no key)."""
     raw: bytes = attrs.field(repr=False)
     """The body exactly as received: what the signature was checked against."""
 
