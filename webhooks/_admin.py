@@ -26,6 +26,17 @@ class InboxStats:
     """Seconds since the oldest unfinished entry was stored; ``None`` when there is none."""
     dead: int
     """Dead letters waiting for a replay or a purge."""
+    durability: str | None = None
+    """What a crash of the store's host can lose of the deliveries answered 2xx, as read from
+    the store's configuration (:class:`~webhooks.RedisInbox`: ``appendonly``/``appendfsync``);
+    ``None`` where the backend's promise does not depend on it (see docs/webhooks.md)."""
+    lost: int = 0
+    """Acknowledged entries whose writes the store was found to have lost, since the inbox was
+    first used (:class:`~webhooks.RedisInbox`: its sequence of accepted entries went backwards,
+    as a receiver running across a Redis restart found).  Those not handled yet were never
+    handled; those handled already lost their dedup keys."""
+    last_loss: str | None = None
+    """When the last such loss was found, and the sequence's fall; ``None`` when there was none."""
 
 
 @runtime_checkable

@@ -15,6 +15,7 @@ from webhooks._contract import DEFAULT_CLAIM_TIMEOUT, DEFAULT_DEDUP_RETENTION, I
 from webhooks._postgres import DEFAULT_SCHEMA, PostgresRegistry
 from webhooks._redis import RedisRegistry
 from webhooks._redis._connect import DEFAULT_PREFIX, DEFAULT_REDIS_URL, connect
+from webhooks._redis._durability import RELAXED
 from webhooks._registry import DEFAULT_KEEP_FOR
 from webhooks.inboxes.postgres import PostgresInbox
 from webhooks.inboxes.redis import RedisInbox
@@ -55,6 +56,10 @@ class RedisBackend:
     claim_timeout: float = attrs.field(default=DEFAULT_CLAIM_TIMEOUT, kw_only=True)
     retention: float = attrs.field(default=DEFAULT_DEDUP_RETENTION, kw_only=True)
     keep_for: float = attrs.field(default=DEFAULT_KEEP_FOR, kw_only=True)
+    durability: str = attrs.field(default=RELAXED, kw_only=True)
+    """The inbox's: ``"relaxed"`` or ``"strict"`` (see :class:`~webhooks.RedisInbox`)."""
+    replicas: int = attrs.field(default=0, kw_only=True)
+    replica_timeout: float = attrs.field(default=1.0, kw_only=True)
     inbox: RedisInbox = attrs.field(init=False)
     registry: RedisRegistry = attrs.field(init=False)
     _client: Redis = attrs.field(init=False)
@@ -68,6 +73,9 @@ class RedisBackend:
             prefix=self.prefix,
             claim_timeout=self.claim_timeout,
             retention=self.retention,
+            durability=self.durability,
+            replicas=self.replicas,
+            replica_timeout=self.replica_timeout,
         )
         self._client = connect(self.url)
         # The inbox checked url and prefix; the registry shares one pool with nothing to close.

@@ -18,10 +18,12 @@ An inbox holds accepted events until a worker has finished with them: the servic
     long as the backend keeps finished keys: at least ``DEFAULT_DEDUP_RETENTION`` seconds after the
     ack unless configured otherwise).  Concurrent ``put`` calls with the same key return ``True``
     for exactly one of them.  When ``put`` returns, the entry is durable to the backend's standard
-    (committed with fsync for SQLite, the server's persistence for Redis, process memory for
-    :class:`MemoryInbox`), so the HTTP 2xx that follows can be relied on: a crash after the answer
-    loses nothing.  ``put`` never half-succeeds: on any exception the key is not claimed and the
-    sender's retry will be accepted.  A store that cannot be reached raises
+    (committed with fsync for SQLite and PostgreSQL; for Redis, the server's persistence, whose
+    window a host crash can lose unless the inbox's strict durability waits for the disk or the
+    replicas; process memory for :class:`MemoryInbox`), and the HTTP 2xx that follows relies on
+    it: within that standard, a crash after the answer loses nothing.  ``put`` never
+    half-succeeds: on any exception the key is not claimed and the sender's retry will be
+    accepted.  A store that cannot be reached raises
     :class:`InboxUnavailableError` (the receiver treats any other exception the same way).
 
 ``submit_put(event, raw)``

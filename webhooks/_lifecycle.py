@@ -50,6 +50,8 @@ class Lifecycle:
             raise ConfigurationError(f"a receiver starts once; this one is {self.state}")
         try:
             await self.inbox.check()
+        except ConfigurationError:
+            raise  # a store that cannot keep the inbox's promise (RedisInbox's strict mode)
         except Exception as exc:
             logger.warning("the webhook inbox is unavailable at start (%s); answering 503", exc)
         await self.pool.start()

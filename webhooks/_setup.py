@@ -14,6 +14,7 @@ from webhooks._backends import Backend, PostgresBackend, RedisBackend
 from webhooks._contract import DEFAULT_CLAIM_TIMEOUT, Verifier
 from webhooks._postgres import DEFAULT_SCHEMA
 from webhooks._redis._connect import DEFAULT_PREFIX, DEFAULT_REDIS_URL
+from webhooks._redis._durability import RELAXED
 
 if TYPE_CHECKING:
     from webhooks._contract import Inbox, ResultSink
@@ -61,12 +62,21 @@ class OneCallSetup:
         handler: Callable[..., Awaitable[None]] | None = None,
         prefix: str = DEFAULT_PREFIX,
         claim_timeout: float = DEFAULT_CLAIM_TIMEOUT,
+        durability: str = RELAXED,
+        replicas: int = 0,
         **options: Any,
     ) -> Self:
         """One node of a group sharing Redis at ``url`` under ``prefix``: a
         :class:`~webhooks.RedisBackend`'s inbox and registry (``receiver.registry``, to wait on),
-        closed when the receiver stops."""
-        backend = RedisBackend(url, prefix=prefix, claim_timeout=claim_timeout)
+        closed when the receiver stops.  ``durability="strict"`` answers 2xx only once the
+        delivery is on disk (or on ``replicas`` replicas): see :class:`~webhooks.RedisInbox`."""
+        backend = RedisBackend(
+            url,
+            prefix=prefix,
+            claim_timeout=claim_timeout,
+            durability=durability,
+            replicas=replicas,
+        )
         return cls.from_backend(backend, verifier=verifier, handler=handler, **options)
 
     @classmethod

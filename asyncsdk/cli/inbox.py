@@ -37,7 +37,9 @@ DESCRIPTION = """\
 Look into a webhook receiver's inbox and deal with its dead letters (events whose handlers failed
 max_attempts times):
 
-  stats            unfinished events, the age of the oldest, dead letters
+  stats            unfinished events, the age of the oldest, dead letters; for Redis, what a
+                   crash of its host can lose (its persistence settings) and the acknowledged
+                   events it was found to have lost
   dead             list the dead letters, oldest first (their ids, events and last errors)
   replay ID...     hand dead letters to the receivers again (attempts start over; no second
                    dedup claim: the event is handled once more, once)
@@ -178,6 +180,11 @@ async def _stats(args: argparse.Namespace) -> int:
         else:
             age = "-" if stats.oldest_age is None else f"{stats.oldest_age:.1f} s"
             print(f"unfinished  {stats.depth}\noldest      {age}\ndead        {stats.dead}")
+            if stats.durability is not None:
+                print(f"durability  {stats.durability}")
+            if stats.durability is not None or stats.lost:
+                last = f" ({stats.last_loss})" if stats.last_loss else ""
+                print(f"lost        {stats.lost} acknowledged{last}")
         return EXIT_OK
 
     return await _with_inbox(args, show)

@@ -25,7 +25,7 @@ from asyncsdk import ProcessCompleted
 from asyncsdk.cli._common import UsageError
 from asyncsdk.cli._local import serve_app
 from asyncsdk.sandbox.__main__ import build_parser as sandbox_options
-from asyncsdk.sandbox.__main__ import config_from_args, start_failure
+from asyncsdk.sandbox.__main__ import config_from_args, console_log, start_failure
 from webhooks import (
     Inbox,
     MemoryInbox,
@@ -119,7 +119,7 @@ async def run_sandbox(args: argparse.Namespace) -> int:
     from asyncsdk.sandbox import Sandbox  # needs Pillow; without it, one line names the extra
 
     config = config_from_args(args)
-    with stop_signals() as stopped:
+    with stop_signals() as stopped, console_log():
         sandbox = Sandbox(config, host=args.host, port=args.port, port_file=args.port_file)
         try:
             await sandbox.start()
@@ -130,6 +130,7 @@ async def run_sandbox(args: argparse.Namespace) -> int:
             print(f"sandbox serving on {url}")
             print(f"  API key: {key}")
             print(f"  export ASYNCSDK_BASE_URL={url} ASYNCSDK_API_KEY={key}")
+            print(f"  processes and webhook deliveries, live: {url}/_sandbox/")
             print("Ctrl-C to stop", flush=True)
             await stopped.wait()
         finally:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from asyncsdk import ConfigurationError
 from asyncsdk.sandbox._chaos import Chaos, ChaosKind, ChaosRule
 from asyncsdk.sandbox._config import DEFAULT_API_KEY, LIMITED_API_KEY, SandboxConfig
-from asyncsdk.sandbox._stats import Delivery, Stats
+from asyncsdk.sandbox._stats import Attempt, Delivery, Stats
 
 if TYPE_CHECKING:
     from asyncsdk.sandbox._sandbox import Sandbox, run_forever
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_API_KEY",
     "LIMITED_API_KEY",
+    "Attempt",
     "Chaos",
     "ChaosKind",
     "ChaosRule",

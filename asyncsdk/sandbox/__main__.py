@@ -6,14 +6,24 @@ import argparse
 import asyncio
 import contextlib
 import errno
+import logging
 import signal
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from asyncsdk import ConfigurationError
-from asyncsdk.sandbox._config import SandboxConfig
+from asyncsdk.sandbox._config import SandboxConfig, check_webhook_url
 
-__all__ = ["build_parser", "config_from_args", "main", "start_failure"]
+__all__ = [
+    "build_parser",
+    "config_from_args",
+    "console_log",
+    "main",
+    "start_failure",
+    "webhook_url",
+]
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
@@ -35,7 +45,15 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--pending-delay", type=float, default=1.0, help="seconds a process is pending")
     p.add_argument("--processing-delay", type=float, default=3.0, help="seconds it is processing")
     p.add_argument("--failure-rate", type=float, default=0.0, help="share of processes that fail")
-    p.add_argument("--webhook", action="append", default=[], help="webhook URL (repeatable)")
+    p.add_argument(
+        "--webhook",
+        action="append",
+        default=[],
+        type=webhook_url,
+        metavar="URL",
+        help="deliver process.completed to URL, http:// or https:// (repeatable); each failed "
+        "attempt is told on stderr, every delivery shown at /_sandbox/",
+    )
     p.add_argument("--enveloped", action="store_true", help='answer {"data": ..., "message": "ok"}')
     p.add_argument(
         "--rate-limit", action="store_true", help="10 generations per 10 minutes per key"
@@ -69,6 +87,14 @@ def config_from_args(args: argparse.Namespace) -> SandboxConfig:
     )
 
 
+def webhook_url(text: str) -> str:
+    """``--webhook``: a URL the sandbox can deliver to (scheme, host and port checked)."""
+    try:
+        return check_webhook_url(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def port_number(text: str) -> int:
     """``--port``: 0 to 65535 (0 picks a free port)."""
     try:
@@ -98,6 +124,26 @@ def start_failure(exc: OSError, args: argparse.Namespace) -> str:
     )
 
 
+@contextlib.contextmanager
+def console_log() -> Iterator[None]:
+    """Tell the sandbox's warnings (each failed webhook delivery attempt) on stderr, one line
+    each behind the UTC time, while the block runs."""
+    logger = logging.getLogger("asyncsdk.sandbox")
+    handler = logging.StreamHandler(sys.stderr)
+    formatter = logging.Formatter("%(asctime)s UTC %(message)s", datefmt="%H:%M:%S")
+    formatter.converter = time.gmtime
+    handler.setFormatter(formatter)
+    level = logger.level
+    logger.addHandler(handler)
+    if level == logging.NOTSET or level > logging.WARNING:
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
 async def _serve_until_signalled(args: argparse.Namespace) -> None:
     """Serve; SIGTERM and SIGINT stop the server cleanly (its temporary files are removed)."""
     task = asyncio.current_task()
@@ -108,7 +154,7 @@ async def _serve_until_signalled(args: argparse.Namespace) -> None:
             loop.add_signal_handler(sig, task.cancel)
     from asyncsdk.sandbox import serve  # the emulator needs Pillow: a missing one is named here
 
-    with contextlib.suppress(asyncio.CancelledError):
+    with console_log(), contextlib.suppress(asyncio.CancelledError):
         await serve(args.host, args.port, config_from_args(args), port_file=args.port_file)
 
 

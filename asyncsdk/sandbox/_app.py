@@ -2,7 +2,8 @@
 
 :func:`edge` counts requests, carries out chaos rules and turns
 :class:`~asyncsdk.sandbox._records.SandboxError` into ``{"error": ..., "key": ...}`` answers.
-The routes live in ``_api.py`` (the service's endpoints) and ``_control.py`` (``/_sandbox/``).
+The routes live in ``_api.py`` (the service's endpoints), ``_control.py`` (``/_sandbox/``) and
+``_cockpit.py`` (the page at ``/_sandbox/``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Final
 
 from aiohttp import web
 
-from asyncsdk.sandbox import _api, _control
+from asyncsdk.sandbox import _api, _cockpit, _control
 from asyncsdk.sandbox._chaos import ChaosKind, ChaosRule
 from asyncsdk.sandbox._control import require_local
 from asyncsdk.sandbox._http import (
@@ -149,4 +150,5 @@ def build_app(runtime: Runtime) -> web.Application:
     app.cleanup_ctx.append(lifecycle)
     _api.add_routes(app.router)
     _control.add_routes(app.router)
+    _cockpit.add_routes(app.router)
     return app

@@ -1,4 +1,5 @@
-"""The sandbox's run-time settings: one mutable ``attrs`` holder, read on every request."""
+"""The sandbox's run-time settings: one mutable ``attrs`` holder, read on every request, and the
+check of the webhook URLs it is given."""
 
 from __future__ import annotations
 
@@ -6,12 +7,14 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
+from yarl import URL
 
 __all__ = [
     "DEFAULT_API_KEY",
     "LIMITED_API_KEY",
     "LIMITED_TOOLS",
     "SandboxConfig",
+    "check_webhook_url",
     "default_api_keys",
 ]
 
@@ -23,6 +26,40 @@ LIMITED_TOOLS = frozenset({"tool-virtual-staging", "tool-image-enhancement"})
 def default_api_keys() -> dict[str, frozenset[str] | None]:
     """The two built-in keys: every tool, and a plan limited to staging and enhancement."""
     return {DEFAULT_API_KEY: None, LIMITED_API_KEY: LIMITED_TOOLS}
+
+
+def check_webhook_url(url: str) -> str:
+    """``url`` when the sandbox can deliver to it (http or https, a host, a port of 1 to 65535);
+    else ``ValueError`` with a message that starts with the URL and says how to write it."""
+    example = "http://127.0.0.1:8081/hooks/TOKEN"
+    if "://" not in url:
+        fixed = f"http:{url}" if url.startswith("//") else f"http://{url}"
+        raise ValueError(f"{url} has no scheme: write {fixed}")
+    try:
+        parsed = URL(url)
+    except ValueError:
+        raise ValueError(
+            f"{url} has no valid port: a port is 1 to 65535, as in {example}"
+        ) from None
+    if parsed.scheme not in {"http", "https"}:
+        rest = url.split("://", 1)[1]
+        raise ValueError(
+            f"{url} has the scheme {parsed.scheme}: a webhook goes over http or https, as in "
+            f"http://{rest}"
+        )
+    if not parsed.host:
+        raise ValueError(f"{url} has no host: write it as {example}")
+    if parsed.explicit_port == 0:
+        raise ValueError(f"{url} has port 0: name the receiver's port, as in {example}")
+    return url
+
+
+def _check_webhook_urls(_: object, __: object, urls: tuple[str, ...]) -> None:
+    for url in urls:
+        try:
+            check_webhook_url(url)
+        except ValueError as exc:
+            raise ValueError(f"webhook URL {exc}") from None
 
 
 def _to_frozenset(value: Any) -> frozenset[str]:
@@ -51,7 +88,9 @@ class SandboxConfig:
     # Wire shape
     enveloped: bool = False
     # Webhooks
-    webhook_urls: tuple[str, ...] = attrs.field(default=(), converter=_to_tuple)
+    webhook_urls: tuple[str, ...] = attrs.field(
+        default=(), converter=_to_tuple, validator=_check_webhook_urls
+    )
     webhook_duplicates: int = 0
     webhook_duplicate_rate: float = 0.0
     webhook_out_of_order: bool = False

@@ -16,6 +16,7 @@ import attrs
 from aiohttp import web
 from yarl import URL
 
+from asyncsdk.sandbox._config import check_webhook_url
 from asyncsdk.sandbox._http import json_body, runtime_of
 from asyncsdk.sandbox._records import SandboxError
 from asyncsdk.sandbox._runtime import Runtime
@@ -169,8 +170,12 @@ async def sandbox_add_webhook(request: web.Request) -> web.Response:
     rt = runtime_of(request)
     body = await _control_json(request)
     url = body.get("url") if isinstance(body, dict) else None
-    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+    if not isinstance(url, str):
         raise _control_error('send {"url": "https://..."} (http is accepted by the sandbox)')
+    try:
+        check_webhook_url(url)
+    except ValueError as exc:
+        raise _control_error(f"webhook URL {exc}") from None
     if url not in rt.registered_webhooks:
         rt.registered_webhooks.append(url)
     return web.json_response({"webhook_urls": rt.webhook_urls}, status=201)

@@ -136,6 +136,8 @@ class ProcessRecord:
     status: str = "pending"
     result: AssetRecord | None = None
     created_at: datetime = attrs.Factory(utc_now)
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
 
     @property
     def finished(self) -> bool:

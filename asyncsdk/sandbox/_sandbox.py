@@ -13,7 +13,7 @@ from yarl import URL
 
 from asyncsdk.sandbox._app import build_app
 from asyncsdk.sandbox._chaos import Chaos
-from asyncsdk.sandbox._config import DEFAULT_API_KEY, SandboxConfig
+from asyncsdk.sandbox._config import DEFAULT_API_KEY, SandboxConfig, check_webhook_url
 from asyncsdk.sandbox._runtime import Runtime
 from asyncsdk.sandbox._stats import Stats
 
@@ -170,9 +170,9 @@ class Sandbox:
         return self._runtime.errors
 
     def register_webhook(self, url: str) -> None:
-        """Deliver ``process.completed`` to ``url`` too (http is accepted for local receivers)."""
-        if not url.startswith(("http://", "https://")):
-            raise ValueError(f"a webhook URL starts with https:// (or http://), got {url!r}")
+        """Deliver ``process.completed`` to ``url`` too (http is accepted for local receivers);
+        ``ValueError`` says how to write a URL without scheme, host or valid port."""
+        check_webhook_url(url)
         if url not in self._runtime.registered_webhooks:
             self._runtime.registered_webhooks.append(url)
 
@@ -216,4 +216,5 @@ async def run_forever(
     """
     async with Sandbox(config, host=host, port=port, port_file=port_file) as sb:
         print(f"sandbox serving on {sb.base_url} (API key: {sb.api_key})", flush=True)
+        print(f"processes and webhook deliveries, live: {sb.base_url}/_sandbox/", flush=True)
         await asyncio.Event().wait()

@@ -305,10 +305,12 @@ class SandboxState:
 
     def start_processing(self, process: ProcessRecord) -> None:
         process.status = "processing"
+        process.started_at = utc_now()
 
     def finish(self, process: ProcessRecord, result: StoredFile | None) -> None:
         """Mark ``done`` with ``result`` as its output, or ``failed`` when ``result`` is None."""
         order = self.orders[process.order_id]
+        process.finished_at = utc_now()
         if result is None:
             process.status = "failed"
             self.stats.processes_failed += 1

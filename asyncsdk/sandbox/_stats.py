@@ -7,12 +7,32 @@ from typing import Any
 
 import attrs
 
-__all__ = ["Delivery", "Stats"]
+__all__ = ["Attempt", "Delivery", "Stats"]
+
+
+@attrs.frozen(kw_only=True)
+class Attempt:
+    """One POST of a delivery: when, how long, and the receiver's answer or the error.
+
+    ``status`` is ``None`` when no answer came (``error`` says why); ``answer`` is the start of
+    the body answered; ``retry_in`` the seconds until the next attempt, ``None`` after the last.
+    """
+
+    number: int
+    at: str
+    duration_ms: float
+    status: int | None
+    error: str = ""
+    answer: str = ""
+    retry_in: float | None = None
 
 
 @attrs.define(kw_only=True)
 class Delivery:
-    """One webhook delivery (a duplicate is its own delivery) and how it went."""
+    """One webhook delivery (a duplicate is its own delivery) and how it went.
+
+    ``finished`` is true once it was delivered or given up; ``history`` holds every attempt.
+    """
 
     url: str
     process_id: str
@@ -22,6 +42,8 @@ class Delivery:
     response_statuses: list[int | None] = attrs.Factory(list)
     delivered: bool = False
     error: str = ""
+    finished: bool = False
+    history: list[Attempt] = attrs.Factory(list)
 
     def wire(self) -> dict[str, Any]:
         return attrs.asdict(self)

@@ -115,7 +115,14 @@ async def test_dead_letters_are_listed_replayed_once_and_purged(
         await settle(failing, dead=2)
 
     assert await run_cli("inbox", "stats", "--sqlite", path, "--json") == 0
-    assert json.loads(lines(capsys)[0]) == {"depth": 0, "oldest_age": None, "dead": 2}
+    assert json.loads(lines(capsys)[0]) == {
+        "depth": 0,
+        "oldest_age": None,
+        "dead": 2,
+        "durability": None,  # SQLite's promise does not depend on a setting: fsync at commit
+        "lost": 0,
+        "last_loss": None,
+    }
     assert await run_cli("inbox", "dead", "--sqlite", path, "--json") == 0
     dead = {row["process_id"]: row for row in map(json.loads, lines(capsys))}
     assert set(dead) == {"p-1", "p-2"}

@@ -55,6 +55,7 @@ def test_public_names() -> None:
     assert set(asyncsdk.sandbox.__all__) == {
         "DEFAULT_API_KEY",
         "LIMITED_API_KEY",
+        "Attempt",
         "Chaos",
         "ChaosKind",
         "ChaosRule",

@@ -11,7 +11,8 @@ from webhooks._redis._scripts import _COMMON
 
 __all__ = ["ADMIN_SCRIPTS"]
 
-# ARGV: none.  Returns {depth, dead, age of the oldest unfinished entry in ms or -1}.  The stream
+# ARGV: none.  Returns {depth, dead, age of the oldest unfinished entry in ms or -1, entries found
+# lost, the last loss ("<ms> <from> <to>") or false}.  The stream
 # holds unfinished entries and dead letters only, oldest first: the first id not in ``dead`` is
 # the oldest unfinished one (looked for among the first 1,000 entries).
 STATS: Final = (
@@ -32,7 +33,8 @@ for _ = 1, 10 do
 end
 local age = -1
 if oldest then age = now_ms() - tonumber(string.match(oldest, '^(%d+)')) end
-return {depth, dead_count, age}
+return {depth, dead_count, age, tonumber(redis.call('HGET', losses, 'count') or '0'),
+        redis.call('HGET', losses, 'last')}
 """
 )
 

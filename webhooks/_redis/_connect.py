@@ -10,10 +10,11 @@ import contextlib
 import importlib
 import math
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from asyncsdk import ConfigurationError
 from webhooks._checks import host_port, shown_url, url_scheme
+from webhooks._redis._durability import Persistence
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -23,6 +24,7 @@ __all__ = [
     "DEFAULT_REDIS_URL",
     "check_prefix",
     "connect",
+    "read_persistence",
     "require_redis",
     "translate_errors",
     "where",
@@ -109,3 +111,43 @@ def translate_errors(
 def whole_seconds(seconds: float) -> int:
     """Seconds as Redis' EXPIRE takes them: a whole number, at least 1."""
     return max(1, math.ceil(seconds))
+
+
+async def read_persistence(client: Redis) -> Persistence:
+    """The server's persistence, in one round trip: ``INFO`` (server, replication, persistence)
+    and ``CONFIG GET appendonly appendfsync save``, which a managed Redis may refuse (the reason is
+    kept; ``INFO`` still tells ``appendonly``).  Errors reaching the server are redis-py's: the
+    caller translates them."""
+    sections = ("server", "replication", "persistence")
+    async with client.pipeline(transaction=False) as pipe:
+        for section in sections:
+            pipe.info(section)
+        pipe.config_get("appendonly")
+        pipe.config_get("appendfsync")
+        pipe.config_get("save")
+        replies = await pipe.execute(raise_on_error=False)
+    info: dict[str, object] = {}
+    refused: list[str] = []
+    for section, reply in zip(sections, replies, strict=False):
+        if isinstance(reply, Exception):
+            refused.append(f"INFO {section}: {reply}")
+        else:
+            info.update(reply)
+    config: dict[str, object] | None = {}
+    for reply in replies[len(sections) :]:
+        if isinstance(reply, Exception):
+            if config is not None:  # the first refusal says why
+                refused.append(str(reply).strip())
+            config = None
+        elif config is not None:
+            config.update(_decoded(reply))
+    return Persistence.read(info, config, "; ".join(refused) or None)
+
+
+def _decoded(config: dict[Any, Any]) -> dict[str, object]:
+    return {
+        (k.decode() if isinstance(k, bytes) else str(k)): (
+            v.decode() if isinstance(v, bytes) else v
+        )
+        for k, v in config.items()
+    }

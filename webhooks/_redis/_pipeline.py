@@ -3,13 +3,15 @@
 Calls queued while a pipeline is on the wire (or in the same turn of the event loop) go out
 together in the next one; each script still runs atomically on its own, and each caller gets its
 own script's reply (or error).  A server that lost the scripts (a restart) gets them loaded again
-and the calls it refused are sent once more.
+and the calls it refused are sent once more.  With a strict step (``WAIT``, ``WAITAOF`` or the
+check of ``appendfsync always``), a pipeline holding puts ends with it, on the same connection,
+and the puts are answered only once it confirms them.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from webhooks._errors import InboxError, InboxUnavailableError
 
@@ -17,7 +19,12 @@ if TYPE_CHECKING:
     from redis.asyncio import Redis
     from redis.commands.core import AsyncScript
 
-__all__ = ["ScriptPipeline"]
+    from webhooks._redis._durability import StrictStep
+
+__all__ = ["PUTS", "ScriptPipeline"]
+
+PUTS: Final = frozenset({"PUT", "PUT_CLAIMED"})
+"""The scripts that store entries: those a strict step must confirm."""
 
 _Queued = tuple[str, list[str], list[Any], "asyncio.Future[Any]"]
 """A script call waiting for the next pipeline: script name, keys, args, the caller's answer."""
@@ -31,6 +38,8 @@ class ScriptPipeline:
         self.scripts = scripts
         self._queue: list[_Queued] = []
         self._sender: asyncio.Task[None] | None = None
+        self.after_puts: StrictStep | None = None
+        """Sent after the puts of each pipeline: their answers wait for it to confirm them."""
 
     def queue(self, name: str, keys: list[str], args: list[Any]) -> asyncio.Future[Any]:
         """Queue one script call for the next pipeline; the future gets redis-py's reply."""
@@ -67,10 +76,16 @@ class ScriptPipeline:
         todo = batch
         for _ in range(2):  # the second pass after loading the script into a restarted server
             try:
+                step = self.after_puts
+                if step is not None and not any(call[0] in PUTS for call in todo):
+                    step = None  # nothing to confirm
                 async with self.redis.pipeline(transaction=False) as pipe:
                     for name, keys, args, _answer in todo:
                         pipe.evalsha(self.scripts[name].sha, len(keys), *keys, *args)
+                    if step is not None:
+                        pipe.execute_command(*step.command)
                     results = await pipe.execute(raise_on_error=False)
+                unconfirmed = None if step is None else step.failure(results.pop())
                 missing: list[_Queued] = []
                 for call, result in zip(todo, results, strict=True):
                     answer = call[3]
@@ -80,6 +95,10 @@ class ScriptPipeline:
                         pass  # the caller was cancelled; the script ran all the same
                     elif isinstance(result, BaseException):
                         answer.set_exception(result)
+                    elif unconfirmed is not None and call[0] in PUTS:
+                        answer.set_exception(
+                            InboxUnavailableError(f"inbox put not confirmed: {unconfirmed}")
+                        )
                     else:
                         answer.set_result(result)
                 if not missing:

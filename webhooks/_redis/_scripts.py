@@ -10,6 +10,15 @@ was last written or claimed from; the dedup keys have their own TTL)::
     P inbox:delayed       zset  entry id -> due time (ms): retried entries and replayed dead letters
     P inbox:dead          zset  entry id -> receive time (ms): dead letters
     P inbox:dedup:<key>   string, SET NX by put; <key> is the event's dedup key as a JSON array
+    P inbox:seq           integer, INCR by each put that stores an entry (no TTL): the high-water
+                          mark of accepted entries
+    P inbox:losses        hash (no TTL): count (acknowledged entries Redis lost), last (when the
+                          last loss was found, ms, and the sequence's fall: "<ms> <from> <to>")
+
+Each node passes the highest ``seq`` it was answered to the puts and claims it sends; a script
+that finds ``seq`` below it (Redis restarted from a file that missed acknowledged writes, or failed
+over to a replica that had not received them) counts the difference in ``losses``, puts ``seq``
+back to the node's mark, and returns the count, which the node logs.
 
 An entry is in exactly one state: *new* (after the group's last delivered id), *claimed* (in the
 group's pending list, owned by a consumer), *delayed* (acked from the pending list, id in
@@ -40,6 +49,7 @@ __all__ = [
     "DEAD_LETTERS",
     "EXTEND",
     "GROUP",
+    "HIGH_WATER",
     "INBOX_SCRIPTS",
     "PENDING_COUNT",
     "PRUNE_CONSUMERS",
@@ -76,7 +86,12 @@ class InboxKeys:
         self.delayed = base + "delayed"
         self.dead = base + "dead"
         self.dedup_prefix = base + "dedup:"
-        self.keys: Final = [self.stream, self.attempts, self.errors, self.delayed, self.dead]
+        self.seq = base + "seq"
+        self.losses = base + "losses"
+        self.keys: Final = [
+            *(self.stream, self.attempts, self.errors, self.delayed, self.dead),
+            *(self.seq, self.losses),
+        ]
 
     def dedup(self, dedup_text: str) -> str:
         return self.dedup_prefix + dedup_text
@@ -107,9 +122,10 @@ def results_channel(prefix: str) -> str:
     return f"{prefix}results"
 
 
-# Shared by the inbox scripts.  KEYS: stream, attempts, errors, delayed, dead.
+# Shared by the inbox scripts.  KEYS: stream, attempts, errors, delayed, dead, seq, losses.
 _COMMON = """
 local stream, attempts, errors, delayed, dead = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local seq, losses = KEYS[6], KEYS[7]
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -126,6 +142,18 @@ end
 local function claimed(group, id)
   local p = redis.pcall('XPENDING', stream, group, id, id, 1)
   return type(p) == 'table' and not p.err and #p > 0
+end
+-- ``known``: the highest seq the calling node was answered.  Below it, Redis lost acknowledged
+-- puts: count them, raise seq back to ``known`` (so no other node counts them again), return how
+-- many.
+local function high_water(known)
+  known = tonumber(known)
+  local now = tonumber(redis.call('GET', seq) or '0')
+  if now >= known then return 0 end
+  redis.call('SET', seq, known)
+  redis.call('HINCRBY', losses, 'count', known - now)
+  redis.call('HSET', losses, 'last', now_ms() .. ' ' .. known .. ' ' .. now)
+  return known - now
 end
 local function forget(id)
   redis.call('HDEL', attempts, id)
@@ -145,39 +173,48 @@ local function ack(group, id, dedup_prefix, retention)
 end
 """
 
-# KEYS: common + dedup key.  ARGV: ttl, event, raw, received_at, dedup text.
-# The dedup claim and the XADD happen together or not at all: if XADD fails, the claim is undone.
+# KEYS: common + dedup key.  ARGV: ttl, event, raw, received_at, dedup text, the node's high-water
+# mark.  The dedup claim, the XADD and the INCR of seq happen together or not at all: if XADD
+# fails, the claim is undone.  A duplicate renews its dedup key's TTL: a write, so that a WAIT
+# after it also waits for the write of the entry it duplicates.
+# Returns {new id, or false for a duplicate; seq; entries found lost}.
 _PUT = """
-if not redis.call('SET', KEYS[6], '1', 'NX', 'EX', ARGV[1]) then return false end
+local lost = high_water(ARGV[6])
+if not redis.call('SET', KEYS[8], '1', 'NX', 'EX', ARGV[1]) then
+  redis.call('EXPIRE', KEYS[8], ARGV[1])
+  return {false, tonumber(redis.call('GET', seq) or '0'), lost}
+end
 local id = redis.pcall('XADD', stream, '*', 'event', ARGV[2], 'raw', ARGV[3], 'at', ARGV[4],
                        'key', ARGV[5])
 if type(id) == 'table' and id.err then
-  redis.call('DEL', KEYS[6])
+  redis.call('DEL', KEYS[8])
   return id
 end
+local n = redis.call('INCR', seq)
 touch(ARGV[1])
 """
-PUT: Final = _COMMON + _PUT + "return id\n"
+PUT: Final = _COMMON + _PUT + "return {id, n, lost}\n"
 
 # As PUT, then ARGV: group, consumer.  Hands the consumer the oldest entry no consumer has taken
-# (XREADGROUP: the new one unless others wait before it).  Returns false for a duplicate, else
-# {new id, then that entry's row: id, fields, attempts, last_error}.
+# (XREADGROUP: the new one unless others wait before it).  Returns PUT's reply for a duplicate,
+# else {new id, seq, entries found lost, then that entry's row: id, fields, attempts, last_error}.
 PUT_CLAIMED: Final = (
     _COMMON
     + _PUT
     + """
-redis.pcall('XGROUP', 'CREATE', stream, ARGV[6], '0')
-local r = redis.call('XREADGROUP', 'GROUP', ARGV[6], ARGV[7], 'COUNT', 1, 'STREAMS', stream, '>')
+redis.pcall('XGROUP', 'CREATE', stream, ARGV[7], '0')
+local r = redis.call('XREADGROUP', 'GROUP', ARGV[7], ARGV[8], 'COUNT', 1, 'STREAMS', stream, '>')
 if not r then
   -- Only if the group was moved past the new entry: undo the put rather than half-succeed.
   redis.call('XDEL', stream, id)
-  redis.call('DEL', KEYS[6])
+  redis.call('DEL', KEYS[8])
+  redis.call('DECR', seq)
   return redis.error_reply('the new entry could not be handed out')
 end
 local e = r[1][2][1]
-local n = redis.call('HINCRBY', attempts, e[1], 1)
+local handed = redis.call('HINCRBY', attempts, e[1], 1)
 touch(ARGV[1])
-return {id, e[1], e[2], n, redis.call('HGET', errors, e[1])}
+return {id, n, lost, e[1], e[2], handed, redis.call('HGET', errors, e[1])}
 """
 )
 
@@ -342,6 +379,16 @@ return 1
 """
 )
 
+# ARGV: the node's high-water mark.  Returns {seq, entries found lost}; sent with each claim, so
+# that a node that only handles entries finds a loss too.
+HIGH_WATER: Final = (
+    _COMMON
+    + """
+local lost = high_water(ARGV[1])
+return {tonumber(redis.call('GET', seq) or '0'), lost}
+"""
+)
+
 PENDING_COUNT: Final = (
     _COMMON
     + """
@@ -384,6 +431,7 @@ INBOX_SCRIPTS: Final = {
     "DEAD_LETTERS": DEAD_LETTERS,
     "REPLAY": REPLAY,
     "PENDING_COUNT": PENDING_COUNT,
+    "HIGH_WATER": HIGH_WATER,
     "PRUNE_CONSUMERS": PRUNE_CONSUMERS,
 }
 """The inbox's scripts by the name :class:`~webhooks.RedisInbox` calls them."""

@@ -4,12 +4,19 @@ Several receiver processes (on several hosts) share one inbox by sharing the Red
 prefix: the dedup claim is one ``SET NX`` for all of them, and any consumer takes over the entries
 of a consumer that crashed once their claim is ``claim_timeout`` seconds old (``XAUTOCLAIM``).
 Every multi-step change is one Lua script, so no crash leaves an entry half-moved.
+
+At start (``check``) the inbox reads the server's persistence and logs what a crash of its host can
+lose; ``durability="strict"`` answers a put only once its write is on disk or on replicas, and
+refuses a server that cannot promise it.  Each put also counts a sequence of accepted entries in
+Redis, and each node remembers the highest it was answered, so that a restart of Redis that lost
+acknowledged entries is found, logged and counted (``webhooks._redis._durability``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -34,10 +41,23 @@ from webhooks._redis._connect import (
     DEFAULT_REDIS_URL,
     check_prefix,
     connect,
+    read_persistence,
     require_redis,
     translate_errors,
     where,
     whole_seconds,
+)
+from webhooks._redis._durability import (
+    DURABILITY_MODES,
+    RELAXED,
+    STRICT,
+    Persistence,
+    StrictStep,
+    crash_loss,
+    last_loss,
+    loss_line,
+    start_line,
+    strict_step,
 )
 from webhooks._redis._pipeline import ScriptPipeline
 from webhooks._redis._writes import Arg, RedisWrites, encode_writes
@@ -51,10 +71,40 @@ __all__ = ["RedisInbox"]
 
 T = TypeVar("T")
 
+logger = logging.getLogger("webhooks")
+
 _PRUNE_EVERY: Final = 60.0
 """Seconds between sweeps of consumers that hold nothing (crashed or renamed workers)."""
 _PRUNE_IDLE: Final = 3600.0
 """A consumer idle this long and holding nothing is dropped from the group."""
+_MARK_EVERY: Final = 1.0
+"""Seconds between the checks of the sequence sent with claims (puts check it each time)."""
+_MAX_REPLICA_TIMEOUT: Final = 5.0
+"""Longest ``replica_timeout``: well within the socket timeout of the inbox's connections."""
+
+
+def _check_durability(_: object, __: object, value: object) -> None:
+    if value not in DURABILITY_MODES:
+        raise ConfigurationError(
+            f"durability must be {RELAXED!r} (the default: answer once Redis has the write) or"
+            f" {STRICT!r} (answer once it is on disk or on replicas), not {value!r}"
+        )
+
+
+def _check_replicas(_: object, __: object, value: object) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ConfigurationError(
+            f"replicas must be an int of 0 or more (the replicas each strict put waits for),"
+            f" not {value!r}"
+        )
+
+
+def _check_replica_timeout(_: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if require_seconds(attribute.name, value, zero_ok=False) > _MAX_REPLICA_TIMEOUT:
+        raise ConfigurationError(
+            f"replica_timeout must be at most {_MAX_REPLICA_TIMEOUT:g} s, not {value!r}: a put"
+            " waits that long for the replicas before the sender is answered"
+        )
 
 
 @attrs.define(eq=False, repr=False)
@@ -71,6 +121,26 @@ class RedisInbox:
     Keys live under ``prefix`` and expire ``retention`` seconds after the inbox was last used; a
     finished event's dedup key is kept ``retention`` seconds after its ack.  Works with one Redis
     server (with replicas or Sentinel), not with Redis Cluster.
+
+    ``durability`` says when a put is answered (and so when the receiver answers 2xx):
+
+    ``"relaxed"`` (the default)
+        Once Redis has the write.  What a crash of the Redis host can lose is the window of its
+        persistence (``appendfsync everysec``: about 1 s), logged at start.  Each put counts a
+        sequence in Redis and each node remembers the highest it was answered: a node running
+        across a restart of Redis that lost acknowledged entries logs an error naming how many at
+        its next put or claim, and ``stats()`` counts them (``lost``).
+
+    ``"strict"``
+        Once the write is on disk or on replicas: with ``replicas=N`` (N > 0), each pipeline of
+        puts is followed by ``WAIT N`` (``replica_timeout`` seconds at most, else the put fails and
+        the sender is answered 503); otherwise the server must run ``appendonly yes`` with
+        ``appendfsync always`` (it fsyncs each write before answering; each pipeline of puts ends
+        with a ``CONFIG GET`` that checks it still does), or be Redis 7.2+, where ``WAITAOF``
+        waits for the fsync.  Checked at start (``check()``, which the receiver calls): a server
+        that cannot promise it is refused with :class:`~asyncsdk.ConfigurationError` naming the
+        fix; one that stops promising it later (a ``CONFIG SET``, a restart with another
+        ``redis.conf``) fails the puts, which the sender is answered 503 for.
     """
 
     url: str = DEFAULT_REDIS_URL
@@ -84,6 +154,15 @@ class RedisInbox:
     )
     """Seconds a finished event's dedup key is kept; also the TTL of the inbox's other keys."""
     client: Redis | None = attrs.field(default=None, kw_only=True)
+    durability: str = attrs.field(default=RELAXED, kw_only=True, validator=_check_durability)
+    """``"relaxed"`` or ``"strict"``: see the class docstring."""
+    replicas: int = attrs.field(default=0, kw_only=True, validator=_check_replicas)
+    """With ``durability="strict"``: the replicas each put waits for (``WAIT``); 0 to wait for
+    the disk instead."""
+    replica_timeout: float = attrs.field(
+        default=1.0, kw_only=True, validator=_check_replica_timeout
+    )
+    """Seconds a strict put waits for its replicas (or its fsync, with ``WAITAOF``)."""
     _redis: Redis = attrs.field(init=False)
     _keys: _scripts.InboxKeys = attrs.field(init=False)
     _scripts: dict[str, AsyncScript] = attrs.field(init=False, factory=dict)
@@ -91,6 +170,14 @@ class RedisInbox:
     _next_prune: float = attrs.field(default=0.0, init=False)
     _pipeline: ScriptPipeline = attrs.field(init=False)
     """Sends puts, claims and acks made close together in one round trip."""
+    _high_water: int = attrs.field(default=0, init=False)
+    """The highest sequence of accepted entries this node was answered."""
+    _announced: bool = attrs.field(default=False, init=False)
+    _step: StrictStep | None = attrs.field(default=None, init=False)
+    """Strict mode: how each put becomes durable on this server, once read."""
+    _planning: asyncio.Task[StrictStep] | None = attrs.field(default=None, init=False)
+    _tasks: set[asyncio.Task[None]] = attrs.field(factory=set, init=False)
+    _next_mark: float = attrs.field(default=0.0, init=False)
 
     def __repr__(self) -> str:  # host:port/db only: the URL may hold a password
         return f"RedisInbox({where(self._redis)!r}, prefix={self.prefix!r})"
@@ -126,14 +213,51 @@ class RedisInbox:
         caller gets its own script's answer.
         """
         dedup = dedup_key_text(event)
-        script = self._queued(
+        known = self._high_water
+        return self._submit(
             "PUT",
             [*self._keys.keys, self._keys.dedup(dedup)],
-            [self._ttl, encode_event(event), bytes(raw), repr(time.time()), dedup],
+            [
+                *(self._ttl, encode_event(event), bytes(raw), repr(time.time()), dedup),
+                known,
+            ],
+            functools.partial(self._is_stored, known),
         )
-        answer: asyncio.Future[bool] = script.get_loop().create_future()
-        script.add_done_callback(functools.partial(self._pass_on, answer, _is_stored))
+
+    def _submit(
+        self, name: str, keys: list[str], args: list[Any], read: Callable[[Any], T]
+    ) -> asyncio.Future[T]:
+        """Queue a put script and return a future for its reply, as ``read`` makes it.  In
+        strict mode before the server's persistence is known, the script is queued once it is
+        (and not at all if the server is refused)."""
+        self._check_open()
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[T] = loop.create_future()
+        if self.durability == RELAXED or self._step is not None:
+            script = self._pipeline.queue(name, keys, args)
+            script.add_done_callback(functools.partial(self._pass_on, answer, read))
+        else:
+            task = loop.create_task(self._submit_when_strict(name, keys, args, read, answer))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
         return answer
+
+    async def _submit_when_strict(
+        self,
+        name: str,
+        keys: list[str],
+        args: list[Any],
+        read: Callable[[Any], T],
+        answer: asyncio.Future[T],
+    ) -> None:
+        try:
+            await self._strict_step()
+        except Exception as exc:
+            if not answer.done():
+                answer.set_exception(exc)
+            return
+        script = self._pipeline.queue(name, keys, args)
+        script.add_done_callback(functools.partial(self._pass_on, answer, read))
 
     def _pass_on(
         self, answer: asyncio.Future[T], read: Callable[[Any], T], script: asyncio.Future[Any]
@@ -160,29 +284,43 @@ class RedisInbox:
         dedup = dedup_key_text(event)
         body = bytes(raw)
         received_at = time.time()
-        script = self._queued(
+        known = self._high_water
+
+        def handed_out(reply: Any) -> InboxEntry | None:
+            if not self._is_stored(known, reply):
+                return None
+            return self._handed_out(reply[3:], reply[0], event, body, received_at)
+
+        return self._submit(
             "PUT_CLAIMED",
             [*self._keys.keys, self._keys.dedup(dedup)],
             [
                 *(self._ttl, encode_event(event), body, repr(received_at), dedup),
-                *(_scripts.GROUP, consumer),
+                *(known, _scripts.GROUP, consumer),
             ],
+            handed_out,
         )
-        answer: asyncio.Future[InboxEntry | None] = script.get_loop().create_future()
 
-        def handed_out(reply: Any) -> InboxEntry | None:
-            return None if reply is None else self._handed_out(reply, event, body, received_at)
+    def _is_stored(self, known: int, reply: Any) -> bool:
+        """A put script's reply ``{new id or None, seq, lost}`` to a put sent with the mark
+        ``known``: the sequence noted, and whether the entry was stored (``False`` for a
+        duplicate)."""
+        self._note(known, int(reply[1]), int(reply[2]))
+        return reply[0] is not None
 
-        script.add_done_callback(functools.partial(self._pass_on, answer, handed_out))
-        return answer
+    def _note(self, known: int, seq: int, lost: int) -> None:
+        """Remember the highest sequence answered; log a loss a script found below ``known``,
+        the mark it was sent with."""
+        if lost > 0:
+            logger.error(loss_line(lost, known, where(self._redis), self.prefix))
+        self._high_water = max(self._high_water, seq)
 
     @staticmethod
     def _handed_out(
-        reply: list[Any], event: StoredEvent, raw: bytes, received_at: float
+        row: list[Any], new_id: bytes, event: StoredEvent, raw: bytes, received_at: float
     ) -> InboxEntry:
-        """The entry a PUT_CLAIMED script handed out: the new one is built from the event at
-        hand; an older one is read from its row."""
-        new_id, *row = reply
+        """The entry a PUT_CLAIMED script handed out (its ``row``): the new one is built from
+        the event at hand; an older one is read from its row."""
         if row[0] != new_id:
             return _scripts.parse_entry(row)
         return InboxEntry(
@@ -200,6 +338,7 @@ class RedisInbox:
         if limit == 0:
             return []
         await self._maybe_prune()
+        self._check_mark()
         rows = await self._batched(
             "CLAIM",
             self._keys.keys,
@@ -322,26 +461,45 @@ class RedisInbox:
             )
 
     async def stats(self) -> InboxStats:
-        """Depth, oldest entry's age, dead letters: :meth:`~webhooks.InspectableInbox.stats`."""
-        depth, dead, age_ms = await self._run("STATS", self._keys.keys, [])
+        """Depth, oldest age, dead letters; what a host crash can lose, as the server's
+        persistence says now; acknowledged entries found lost."""
+        depth, dead, age_ms, lost, last = await self._run("STATS", self._keys.keys, [])
         age = None if int(age_ms) < 0 else int(age_ms) / 1000
-        return InboxStats(depth=int(depth), oldest_age=age, dead=int(dead))
+        persistence = await self._persistence()
+        return InboxStats(
+            depth=int(depth),
+            oldest_age=age,
+            dead=int(dead),
+            durability=f"{persistence.describe()}: {crash_loss(persistence)}",
+            lost=int(lost),
+            last_loss=last_loss(last),
+        )
 
     async def pending_count(self) -> int:
         """Entries neither acked nor dead-lettered: :meth:`~webhooks.Inbox.pending_count`."""
         return int(await self._run("PENDING_COUNT", self._keys.keys, []))
 
     async def check(self) -> None:
-        """Raise ``InboxUnavailableError`` if the store is down: :meth:`~webhooks.Inbox.check`."""
+        """PING; the first time, also read the server's persistence and log what a crash of its
+        host can lose; in strict mode, refuse a server that cannot promise it
+        (:class:`~asyncsdk.ConfigurationError`)."""
         self._check_open()
         with translate_errors(InboxUnavailableError, InboxError, "inbox check", self._redis):
             await self._redis.ping()
+        if self.durability == STRICT:
+            await self._strict_step()
+        elif not self._announced:
+            persistence = await self._persistence()
+            self._announced = True
+            logger.info(start_line(persistence, where(self._redis), None))
 
     async def close(self) -> None:
         """Release the connections (if this inbox opened them).  Entries stay in Redis."""
         if self._closed:
             return
         self._closed = True
+        if self._tasks:  # strict puts waiting for the first read of the server
+            await asyncio.wait(self._tasks)
         await self._pipeline.sent()  # the queued puts and acks go out first
         if self.client is None:
             await self._redis.aclose()
@@ -379,6 +537,56 @@ class RedisInbox:
         ):
             return await answer
 
+    async def _persistence(self) -> Persistence:
+        with translate_errors(
+            InboxUnavailableError, InboxError, "inbox persistence check", self._redis
+        ):
+            return await read_persistence(self._redis)
+
+    async def _strict_step(self) -> StrictStep:
+        """Strict mode's step on this server, read once (one read for concurrent callers)."""
+        if self._step is not None:
+            return self._step
+        if self._planning is None:
+            self._planning = asyncio.get_running_loop().create_task(self._plan())
+            self._planning.add_done_callback(self._planned)
+        return await asyncio.shield(self._planning)
+
+    def _planned(self, planning: asyncio.Task[StrictStep]) -> None:
+        """A failed read is read again by the next put or check (its error is theirs)."""
+        if planning.cancelled() or planning.exception() is not None:
+            self._planning = None
+
+    async def _plan(self) -> StrictStep:
+        persistence = await self._persistence()
+        step = strict_step(persistence, self.replicas, self.replica_timeout, where(self._redis))
+        self._use(step)
+        if not self._announced:
+            self._announced = True
+            logger.info(start_line(persistence, where(self._redis), step))
+        return step
+
+    def _use(self, step: StrictStep) -> None:
+        self._step = step
+        self._pipeline.after_puts = step
+
+    def _check_mark(self) -> None:
+        """At most every ``_MARK_EVERY`` seconds, send the node's mark with the next claim (in
+        its round trip), so that a node that stores nothing finds a loss too."""
+        now = asyncio.get_running_loop().time()
+        if not self._high_water or now < self._next_mark:
+            return
+        self._next_mark = now + _MARK_EVERY
+        known = self._high_water
+        mark = self._queued("HIGH_WATER", self._keys.keys, [known])
+        mark.add_done_callback(functools.partial(self._noted, known))
+
+    def _noted(self, known: int, reply: asyncio.Future[Any]) -> None:
+        """A HIGH_WATER script's reply ``{seq, lost}`` noted (an error is the claim's too)."""
+        if not reply.cancelled() and reply.exception() is None:
+            seq, lost = reply.result()
+            self._note(known, int(seq), int(lost))
+
     async def _maybe_prune(self) -> None:
         now = asyncio.get_running_loop().time()
         if now < self._next_prune:
@@ -386,8 +594,3 @@ class RedisInbox:
         self._next_prune = now + _PRUNE_EVERY
         idle_ms = round(max(_PRUNE_IDLE, 10 * self.claim_timeout) * 1000)
         await self._run("PRUNE_CONSUMERS", self._keys.keys, [_scripts.GROUP, idle_ms])
-
-
-def _is_stored(reply: Any) -> bool:
-    """A PUT script's reply: the new entry's id, or ``None`` for a duplicate."""
-    return reply is not None
