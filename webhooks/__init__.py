@@ -1,8 +1,11 @@
-"""Receive the service's ``process.completed`` webhooks without losing one.
+"""A durable webhook inbox: receive webhooks without losing one, the service's and any sender's.
 
-Mount :class:`WebhookReceiver` in an aiohttp app; it verifies each delivery, stores it durably in
-an :class:`Inbox` (atomic dedup on (event, process_id, status)) before answering 2xx, and runs
-handlers from the inbox in a worker pool with retries and dead letters.
+Mount a receiver in an aiohttp app; it verifies each delivery, stores it durably in an
+:class:`Inbox` (atomic dedup) before answering 2xx, and runs handlers from the inbox in a worker
+pool with retries and dead letters.  :class:`WebhookReceiver` receives the service's
+``process.completed`` events (dedup on (event, process_id, status)), with the registry and
+fetch-back; :class:`EventReceiver` receives any other sender's as :class:`WebhookEvent` values
+(dedup on the sender's message id, ``webhook-id`` for Standard Webhooks senders).
 """
 
 import types
@@ -33,10 +36,12 @@ from webhooks._errors import (
     RegistryUnavailableError,
     UnknownEntryError,
 )
+from webhooks._event_receiver import EventReceiver
+from webhooks._events import WebhookEvent
 from webhooks._exposition import metrics_app
 from webhooks._fetchback import KnownProcessFilter
 from webhooks._metrics import LatencyHistogram, Metrics
-from webhooks._observe import ReceiverTelemetry
+from webhooks._observe import ReceiverTelemetry, describe_event
 from webhooks._parse import parse_delivery
 from webhooks._postgres import PostgresRegistry, PostgresWrites
 from webhooks._receiver import RECEIVER_KEY, WebhookReceiver
@@ -60,6 +65,7 @@ __all__ = [
     "ClaimingInbox",
     "Delivery",
     "DeliveryInfo",
+    "EventReceiver",
     "Handler",
     "Ignored",
     "Inbox",
@@ -97,7 +103,9 @@ __all__ = [
     "TokenVerifier",
     "UnknownEntryError",
     "Verifier",
+    "WebhookEvent",
     "WebhookReceiver",
+    "describe_event",
     "metrics_app",
     "parse_delivery",
 ]

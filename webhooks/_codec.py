@@ -1,9 +1,13 @@
 """The storage form of an event: one codec every durable inbox and the Redis registry use.
 
-An event is stored as compact JSON with the model's own field names, and read back with the
-client's converter (:func:`asyncsdk.structure`).  Its dedup key is stored as the JSON array
-``[event, process_id, status]``.  Both texts are the ones earlier versions wrote, so entries
-stored by them read back unchanged.
+Two event values are stored (:data:`StoredEvent`).  A ``process.completed`` event is compact JSON
+with the model's own field names, read back with the client's converter
+(:func:`asyncsdk.structure`); its dedup key is the JSON array ``[event, process_id, status]``.
+Both texts are the ones earlier versions wrote, so entries stored by them read back unchanged.
+A :class:`~webhooks.WebhookEvent` of any other sender is ``{"webhook":{"id":...,"type":...,
+"timestamp":...}}``: its ``data`` is read again from the entry's raw body, which the inbox keeps
+anyway; its dedup key is ``["webhook", id]``.  The ``"webhook"`` member, which a
+``process.completed`` form never has, tells the two apart when they are read back.
 """
 
 from __future__ import annotations
@@ -14,9 +18,17 @@ from json.encoder import encode_basestring
 from typing import Any, Final
 
 from asyncsdk import ProcessCompleted, structure
-from webhooks._contract import InboxEntry
+from webhooks._contract import InboxEntry, StoredEvent
+from webhooks._events import WebhookEvent, payload_data
 
-__all__ = ["decode_event", "dedup_key_text", "encode_event", "entry_from_row"]
+__all__ = [
+    "claimed_entry",
+    "decode_event",
+    "decode_process_event",
+    "dedup_key_text",
+    "encode_event",
+    "entry_from_row",
+]
 
 # The storage form is written field by field into these templates, each string escaped by the
 # json module's own ``encode_basestring`` (what ``json.dumps(..., ensure_ascii=False)`` uses), so
@@ -31,13 +43,30 @@ _EVENT_FORM: Final = (
 _ASSET_FORM: Final = '{{"asset_id":{},"src":{},"thumbnail_src":{},"asset_type":{},"asset_role":{}}}'
 
 
-def dedup_key_text(event: ProcessCompleted) -> str:
+_WEBHOOK_FORM: Final = '{{"webhook":{{"id":{},"type":{},"timestamp":{}}}}}'
+_WEBHOOK_HEADS: Final = ('{"webhook":', b'{"webhook":')
+"""How a stored generic event begins, as text and as bytes (a stored form comes as either)."""
+
+
+def dedup_key_text(event: StoredEvent) -> str:
     """The dedup key as one unambiguous string (a JSON array), for use as a storage key."""
     return "[" + ",".join(map(encode_basestring, event.dedup_key)) + "]"
 
 
-def encode_event(event: ProcessCompleted) -> bytes:
-    """The storage form of an event (compact JSON, the model's own field names)."""
+def encode_event(event: StoredEvent) -> bytes:
+    """The storage form of an event (compact JSON)."""
+    # The one place the two stored values are told apart on the way in (a closed union of two
+    # frozen values, not a dispatch over implementations): each has its own form.
+    if isinstance(event, WebhookEvent):
+        timestamp = "null" if event.timestamp is None else str(int(event.timestamp))
+        return _WEBHOOK_FORM.format(
+            encode_basestring(event.id), encode_basestring(event.type), timestamp
+        ).encode()
+    return _encode_process(event)
+
+
+def _encode_process(event: ProcessCompleted) -> bytes:
+    """The storage form of a ``process.completed`` event (the model's own field names)."""
     assets = ",".join(
         _ASSET_FORM.format(
             encode_basestring(asset.asset_id),
@@ -58,8 +87,23 @@ def encode_event(event: ProcessCompleted) -> bytes:
     ).encode()
 
 
-def decode_event(data: bytes | str) -> ProcessCompleted:
-    """Inverse of :func:`encode_event`."""
+def decode_event(data: bytes | str, raw: bytes = b"") -> StoredEvent:
+    """Inverse of :func:`encode_event`; ``raw`` is the entry's body (a generic event's ``data``
+    is read from it)."""
+    if data[: len(_WEBHOOK_HEADS[0])] in _WEBHOOK_HEADS:
+        fields = json.loads(data)["webhook"]
+        return WebhookEvent(
+            id=fields["id"],
+            type=fields["type"],
+            timestamp=fields["timestamp"],
+            data=payload_data(json.loads(raw)),
+            raw=raw,
+        )
+    return structure(json.loads(data), ProcessCompleted)
+
+
+def decode_process_event(data: bytes | str) -> ProcessCompleted:
+    """A stored ``process.completed`` event (what the registries keep: they hold no other)."""
     return structure(json.loads(data), ProcessCompleted)
 
 
@@ -67,10 +111,11 @@ def entry_from_row(row: Iterable[Any]) -> InboxEntry:
     """An entry from the row the SQL inboxes read: ``(id, event, raw, attempts, last_error,
     received_at)``, the event in its storage form."""
     entry_id, event, raw, attempts, last_error, received_at = row
+    body = bytes(raw)
     return InboxEntry(
         id=str(entry_id),
-        event=decode_event(event),
-        raw=bytes(raw),
+        event=decode_event(event, body),
+        raw=body,
         attempts=int(attempts),
         last_error=last_error,
         received_at=float(received_at),
@@ -78,7 +123,7 @@ def entry_from_row(row: Iterable[Any]) -> InboxEntry:
 
 
 def claimed_entry(
-    stored: tuple[int, float] | None, event: ProcessCompleted, raw: bytes
+    stored: tuple[int, float] | None, event: StoredEvent, raw: bytes
 ) -> InboxEntry | None:
     """The entry a claimed put of the SQL inboxes stored (its id and receive time), handed out
     for the first time, built from the event at hand; ``None`` for a duplicate."""

@@ -6,11 +6,14 @@ parser's verdicts are plain values.  Nothing here does I/O.
 Inbox contract (every backend: Memory, SQLite, Redis Streams, PostgreSQL)
 ==========================================================================
 
-An inbox holds accepted ``process.completed`` events until a worker has finished with them.
+An inbox holds accepted events until a worker has finished with them: the service's
+``process.completed`` events, or the :class:`~webhooks.WebhookEvent` of any other sender
+(:data:`StoredEvent`; an inbox stores either, one receiver's kind in practice).
 
 ``put(event, raw)``
-    One atomic step that both *claims the dedup key* ``event.dedup_key`` (event, process_id,
-    status) and *persists the entry*.  It returns ``True`` for a new event and ``False`` for a
+    One atomic step that both *claims the dedup key* ``event.dedup_key`` ((event, process_id,
+    status) for ``process.completed``, ("webhook", message id) for a generic event) and
+    *persists the entry*.  It returns ``True`` for a new event and ``False`` for a
     duplicate of an event already held (pending, in progress, finished or dead-lettered, for as
     long as the backend keeps finished keys: at least ``DEFAULT_DEDUP_RETENTION`` seconds after the
     ack unless configured otherwise).  Concurrent ``put`` calls with the same key return ``True``
@@ -140,6 +143,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 import attrs
 
 from asyncsdk import Order, Process, ProcessCompleted
+from webhooks._events import WebhookEvent
 
 __all__ = [
     "DEFAULT_CLAIM_TIMEOUT",
@@ -158,8 +162,12 @@ __all__ = [
     "RegistrySink",
     "Rejection",
     "ResultSink",
+    "StoredEvent",
     "Verifier",
 ]
+
+StoredEvent = ProcessCompleted | WebhookEvent
+"""What an inbox stores: the service's ``process.completed`` event, or any sender's event."""
 
 DEFAULT_CLAIM_TIMEOUT: Final = 60.0
 """Seconds after which an unextended claim counts as abandoned (crashed consumer)."""
@@ -174,10 +182,12 @@ class InboxEntry:
 
     id: str
     """Opaque, backend-chosen id; pass it to ``ack``/``retry_later``/``dead_letter``/``replay``."""
-    event: ProcessCompleted
-    """The event as parsed from the delivery.  With fetch-back, the receiver stores it first in
-    its unconfirmed form (its ``event`` is ``'["unconfirmed", event, order_id]'``), and a worker
-    then stores the event the API confirms, as a new entry."""
+    event: StoredEvent
+    """The event as parsed from the delivery (a :class:`~asyncsdk.ProcessCompleted` for the
+    service's receiver, a :class:`~webhooks.WebhookEvent` for an :class:`~webhooks.EventReceiver`).
+    With fetch-back, the receiver stores it first in its unconfirmed form (its ``event`` is
+    ``'["unconfirmed", event, order_id]'``), and a worker then stores the event the API
+    confirms, as a new entry."""
     raw: bytes
     """The request body exactly as received."""
     attempts: int = 0
@@ -214,11 +224,11 @@ class Inbox(Protocol):
         """Seconds after which a claim that was not extended counts as abandoned."""
         ...
 
-    async def put(self, event: ProcessCompleted, raw: bytes) -> bool:
+    async def put(self, event: StoredEvent, raw: bytes) -> bool:
         """Atomically claim ``event.dedup_key`` and persist; False for a duplicate."""
         ...
 
-    def submit_put(self, event: ProcessCompleted, raw: bytes) -> asyncio.Future[bool]:
+    def submit_put(self, event: StoredEvent, raw: bytes) -> asyncio.Future[bool]:
         """Start :meth:`put`; the future gets its answer, and the write goes ahead regardless."""
         ...
 
@@ -273,7 +283,7 @@ class ClaimingInbox(Inbox, Protocol):
     """An inbox that can store an event and hand it out in one step (see the module docstring)."""
 
     def submit_put_claimed(
-        self, event: ProcessCompleted, raw: bytes, consumer: str
+        self, event: StoredEvent, raw: bytes, consumer: str
     ) -> asyncio.Future[InboxEntry | None]:
         """Start a put that also hands the new entry to ``consumer``; ``None`` for a duplicate."""
         ...
@@ -369,6 +379,14 @@ class Parsed:
 @runtime_checkable
 class Verifier(Protocol):
     """Accept (``None``) or refuse (a :class:`Rejection`, normally 401) one delivery.
+
+    The way to add a signing scheme: any object with ``verify`` and ``path_tokens`` is a
+    verifier, for :class:`~webhooks.WebhookReceiver` and :class:`~webhooks.EventReceiver` alike.
+    ``verify`` is a plain function of the :class:`Delivery` (lower-case header names, the raw
+    body exactly as received): no I/O, and it runs on the request path before the event is
+    parsed or stored, so a refused delivery leaves nothing behind.  Compare secrets with
+    :func:`hmac.compare_digest`, and keep them out of the reason, which goes back to the sender.
+    The cookbook's GitHub recipe (``X-Hub-Signature-256``) is one in a dozen lines.
 
     ``path_tokens``: the tokens a delivery may carry as the last segment of its path (``()``
     for a verifier that reads no token there); the receiver routes each one's exact URL, where

@@ -35,8 +35,10 @@ from webhooks._contract import (
     InboxEntry,
     ProcessClient,
     ResultSink,
+    StoredEvent,
 )
 from webhooks._errors import InboxUnavailableError
+from webhooks._events import WebhookEvent
 from webhooks._fetchback import (
     Confirmed,
     Forged,
@@ -46,7 +48,7 @@ from webhooks._fetchback import (
     confirm_in_order,
 )
 from webhooks._metrics import Metrics
-from webhooks._observe import NO_RECEIVER_TELEMETRY, ReceiverTelemetry, log_fields
+from webhooks._observe import NO_RECEIVER_TELEMETRY, ReceiverTelemetry, described, log_fields
 from webhooks._settle import until_stored
 
 __all__ = [
@@ -96,7 +98,7 @@ def stopped_from_outside() -> bool:
 
 @attrs.frozen
 class HandlerSpec:
-    """A registered handler and the events it wants (``None`` means any).
+    """A registered handler and the events it wants (``wants(event)``; ``None`` means any).
 
     ``atomic``: ``func`` is an :data:`AtomicHandler` whose writes commit with the ack.
     ``with_info``: ``func`` takes a :class:`~webhooks.DeliveryInfo` last (read from its signature
@@ -104,8 +106,7 @@ class HandlerSpec:
     """
 
     func: Callable[..., Awaitable[None]]
-    statuses: frozenset[str] | None = None
-    tools: frozenset[str] | None = None
+    wants: Callable[[Any], bool] | None = None
     atomic: bool = False
     with_info: bool = False
 
@@ -113,10 +114,8 @@ class HandlerSpec:
     def name(self) -> str:
         return getattr(self.func, "__qualname__", repr(self.func))
 
-    def matches(self, event: ProcessCompleted) -> bool:
-        return (self.statuses is None or event.status in self.statuses) and (
-            self.tools is None or event.tool in self.tools
-        )
+    def matches(self, event: StoredEvent) -> bool:
+        return self.wants is None or self.wants(event)
 
 
 @attrs.frozen(kw_only=True)
@@ -145,6 +144,14 @@ def names(value: str | Iterable[str] | None, what: str) -> frozenset[str] | None
     return names
 
 
+def _service_event(event: StoredEvent) -> ProcessCompleted:
+    """A ``process.completed`` event, for the steps only the service's events take (fetch-back
+    and the result sink, which only the service's receiver is given)."""
+    if isinstance(event, WebhookEvent):
+        raise TypeError(f"fetch-back and result sinks take process.completed events, not {event}")
+    return event
+
+
 def _info(entry: InboxEntry) -> DeliveryInfo:
     return DeliveryInfo(
         entry_id=entry.id,
@@ -155,7 +162,7 @@ def _info(entry: InboxEntry) -> DeliveryInfo:
 
 
 def _matching(
-    handlers: Collection[HandlerSpec], event: ProcessCompleted
+    handlers: Collection[HandlerSpec], event: StoredEvent
 ) -> list[tuple[int, HandlerSpec]]:
     return [(index, spec) for index, spec in enumerate(handlers) if spec.matches(event)]
 
@@ -203,7 +210,7 @@ class Dispatcher:
     async def _run(self, entry: InboxEntry) -> None:
         event = entry.event
         if self.client is not None:
-            delivered = claimed_event(event)
+            delivered = claimed_event(_service_event(event))
             if delivered is not None:
                 await self._confirm_claim(entry, delivered)
                 return
@@ -214,16 +221,21 @@ class Dispatcher:
         if self.sink is not None:
             try:
                 async with asyncio.timeout(self.handler_timeout):
-                    await self.sink.resolve(event)
+                    await self.sink.resolve(_service_event(event))
             except (Exception, asyncio.CancelledError) as exc:
                 if not a_failure(exc):
                     raise
                 await self._fail(entry, f"result sink failed: {exc!r}")
                 return
+        try:
+            matching = _matching(self.handlers, event)
+        except Exception as exc:  # an entry of another kind than the handlers' (a shared inbox)
+            await self._fail(entry, f"no handler can take this event: {exc!r}")
+            return
         done = self._done.get(entry.id, _NONE_DONE)
         errors: list[str] = []
         writes: list[Any] = []
-        for index, spec in _matching(self.handlers, event):
+        for index, spec in matching:
             if index in done:
                 continue
             try:
@@ -243,9 +255,9 @@ class Dispatcher:
                 if not a_failure(exc):
                     raise  # the pool is stopping: it hands the entry back
                 logger.exception(
-                    "webhook handler %s failed for process %s",
+                    "webhook handler %s failed for %s",
                     spec.name,
-                    event.process_id,
+                    described(event),
                     extra=log_fields(event),
                 )
                 errors.append(f"{spec.name}: {exc!r}")
@@ -291,12 +303,7 @@ class Dispatcher:
             self.settled()
             return
         if logger.isEnabledFor(logging.DEBUG):
-            logger.debug(
-                "webhook for process %s (%s) handled",
-                event.process_id,
-                event.status,
-                extra=log_fields(event),
-            )
+            logger.debug("webhook for %s handled", described(event), extra=log_fields(event))
         self.ack_soon(entry.id)  # the handlers that succeeded stay noted until the ack is done
 
     async def _settle(self, write: Callable[[], Awaitable[T]], what: str, entry: InboxEntry) -> T:
@@ -385,7 +392,7 @@ class Dispatcher:
     async def _fetch_back(self, entry: InboxEntry) -> ProcessCompleted | None:
         """The API's view of the event, or ``None`` when the entry was settled here."""
         assert self.client is not None
-        delivered = entry.event
+        delivered = _service_event(entry.event)
         try:
             async with asyncio.timeout(self.fetch_timeout):
                 process = await self.client.processes.get(delivered.process_id)
@@ -422,8 +429,8 @@ class Dispatcher:
 
     async def _dead_letter(self, entry: InboxEntry, error: str) -> None:
         logger.error(
-            "webhook event for process %r dead-lettered after %d attempt(s): %s",
-            entry.event.process_id,
+            "webhook for %s dead-lettered after %d attempt(s): %s",
+            described(entry.event),
             entry.attempts,
             error,
             extra=log_fields(entry.event),

@@ -13,11 +13,14 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from asyncsdk import ConfigurationError
+import attrs
+
+from asyncsdk import ConfigurationError, ProcessCompleted
 from webhooks._contract import AtomicInbox, Inbox
 from webhooks._dispatch import HandlerSpec
+from webhooks._events import WebhookEvent
 
-__all__ = ["handler_spec"]
+__all__ = ["ProcessMatch", "TypeMatch", "handler_spec"]
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
@@ -26,8 +29,7 @@ def handler_spec(
     func: Callable[..., Any],
     *,
     inbox: Inbox,
-    statuses: frozenset[str] | None,
-    tools: frozenset[str] | None,
+    wants: Callable[[Any], bool] | None,
     atomic: bool,
 ) -> HandlerSpec:
     """The :class:`HandlerSpec` of ``func``, or :class:`~asyncsdk.ConfigurationError` naming the
@@ -42,9 +44,31 @@ def handler_spec(
             " them on event.dedup_key)"
         )
     fixed = 2 if atomic else 1
-    return HandlerSpec(
-        func, statuses, tools, atomic=bool(atomic), with_info=_takes_info(func, fixed, atomic)
-    )
+    return HandlerSpec(func, wants, atomic=bool(atomic), with_info=_takes_info(func, fixed, atomic))
+
+
+@attrs.frozen
+class ProcessMatch:
+    """The ``process.completed`` events a handler wants: these statuses and tools (``None``:
+    any)."""
+
+    statuses: frozenset[str] | None
+    tools: frozenset[str] | None
+
+    def __call__(self, event: ProcessCompleted) -> bool:
+        return (self.statuses is None or event.status in self.statuses) and (
+            self.tools is None or event.tool in self.tools
+        )
+
+
+@attrs.frozen
+class TypeMatch:
+    """The events of other senders a handler wants: these types."""
+
+    types: frozenset[str]
+
+    def __call__(self, event: WebhookEvent) -> bool:
+        return event.type in self.types
 
 
 def _takes_info(func: Callable[..., Any], fixed: int, atomic: bool) -> bool:

@@ -1,8 +1,9 @@
-"""One delivery's request path, and the access logger that keeps tokens out of the log.
+"""One delivery's request path, the same for every event kind.
 
 In order, and never slower than the store's commit: a token in the path (before a byte of the
 body is read), body-size cap (Content-Length, then while
-reading), content type, raw body, verification, parsing, optional process filter, backpressure,
+reading), content type, raw body, verification, the kind's parse, an optional filter (the
+service's process filter), backpressure,
 then one atomic dedup claim + durable persist (the pool's ``submit_put``, which neither a client
 that hangs up nor the ``put_timeout`` deadline interrupts: they only stop the request waiting for
 it) and the 2xx.  Handlers never run here; the worker pool runs them from the inbox.
@@ -16,19 +17,24 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import Any, Final
+from typing import Any, Final, Generic, TypeVar
 
 import attrs
 from aiohttp import hdrs, web
 from multidict import CIMultiDictProxy
 
-from asyncsdk import ProcessCompleted
 from webhooks._backpressure import SharedDepth
-from webhooks._contract import Delivery, Ignored, Rejection, Verifier
-from webhooks._fetchback import unconfirmed
+from webhooks._contract import Delivery, Ignored, Rejection, StoredEvent, Verifier
+from webhooks._kinds import EventKind
 from webhooks._metrics import Metrics
-from webhooks._observe import NO_RECEIVER_TELEMETRY, DeliverySpan, ReceiverTelemetry, log_fields
-from webhooks._parse import check_content_type, parse_body
+from webhooks._observe import (
+    NO_RECEIVER_TELEMETRY,
+    DeliverySpan,
+    ReceiverTelemetry,
+    described,
+    log_fields,
+)
+from webhooks._parse import check_content_type
 from webhooks._verify import TOKEN_PARAM
 
 __all__ = ["INTAKE_KEY", "Intake", "ProcessFilter"]
@@ -36,6 +42,8 @@ __all__ = ["INTAKE_KEY", "Intake", "ProcessFilter"]
 logger = logging.getLogger("webhooks")
 
 ProcessFilter = Callable[[str], Awaitable[bool]]
+
+E = TypeVar("E", bound=StoredEvent)
 
 _READ_CHUNK: Final = 64 * 1024
 _JSON_HEADERS: Final = {hdrs.CONTENT_TYPE: "application/json; charset=utf-8"}
@@ -115,17 +123,21 @@ class _Deadlines:
 
 
 @attrs.define(kw_only=True, eq=False)
-class Intake:
+class Intake(Generic[E]):
     """The request path of one receiver.  ``submit_put``, ``is_running``, ``depth`` and
     ``stored`` are the receiver's: how a delivery is stored (the worker pool's
     :meth:`~webhooks._pool.WorkerPool.submit_put`, which keeps :meth:`~webhooks.Inbox.submit_put`'s
     contract), whether it accepts deliveries, the shared inbox's depth, and "one more was
-    stored"."""
+    stored".  ``kind`` reads the verified delivery into its event; ``admit`` (optional) drops
+    events this deployment does not know (answered 200 ``ignored``); ``stored_form`` is what is
+    stored of an event (the service's unconfirmed form, with fetch-back)."""
 
-    submit_put: Callable[[ProcessCompleted, bytes], asyncio.Future[bool]]
+    submit_put: Callable[[E, bytes], asyncio.Future[bool]]
     verifier: Verifier
     metrics: Metrics
-    process_filter: ProcessFilter | None
+    kind: EventKind[E]
+    admit: Callable[[E], Awaitable[bool]] | None = None
+    stored_form: Callable[[E], E] | None = None
     max_body: int
     read_timeout: float
     put_timeout: float
@@ -134,8 +146,6 @@ class Intake:
     is_running: Callable[[], bool]
     depth: SharedDepth
     stored: Callable[[], None]
-    fetch_back: bool = False
-    """Store deliveries in their unconfirmed form, for the workers to check with the API."""
     telemetry: ReceiverTelemetry = NO_RECEIVER_TELEMETRY
     _deadlines: _Deadlines = attrs.field(init=False)
 
@@ -268,7 +278,7 @@ class Intake:
         if rejection is not None:
             return self._refuse(rejection)
 
-        event = parse_body(body)
+        event = self.kind.parse(delivery)
         if isinstance(event, Rejection):
             return self._refuse(event)
         if isinstance(event, Ignored):
@@ -276,9 +286,9 @@ class Intake:
             return self._ok("ignored", started)
         span.event(event)
 
-        if self.process_filter is not None:
+        if self.admit is not None:
             try:
-                known = await self.process_filter(event.process_id)
+                known = await self.admit(event)
             except Exception:
                 logger.exception("the webhook process filter failed")
                 return self._unavailable("filter", "could not check the process id; retry later")
@@ -290,11 +300,12 @@ class Intake:
             return self._unavailable("queue_full", "too many events waiting; retry later")
         return await self._store(event, body, started)
 
-    async def _store(self, event: ProcessCompleted, body: bytes, started: float) -> web.Response:
+    async def _store(self, event: E, body: bytes, started: float) -> web.Response:
         try:
             # The write goes ahead whatever becomes of ``answer``: a client that hangs up (with
             # handler_cancellation on) or the deadline only stops this request waiting for it.
-            answer = self.submit_put(unconfirmed(event) if self.fetch_back else event, body)
+            stored_form = self.stored_form
+            answer = self.submit_put(event if stored_form is None else stored_form(event), body)
         except Exception as exc:
             logger.warning("the webhook inbox failed to store an event: %s", exc)
             return self._unavailable("store_unavailable", "the event store is unavailable")
@@ -313,16 +324,10 @@ class Intake:
             return self._unavailable("store_unavailable", "the event store is unavailable")
         return self._answer_stored(event, stored, started)
 
-    def _answer_stored(self, event: ProcessCompleted, stored: bool, started: float) -> web.Response:
+    def _answer_stored(self, event: E, stored: bool, started: float) -> web.Response:
         if logger.isEnabledFor(logging.DEBUG):
             outcome = "stored" if stored else "a duplicate"
-            logger.debug(
-                "webhook for process %s (%s) is %s",
-                event.process_id,
-                event.status,
-                outcome,
-                extra=log_fields(event),
-            )
+            logger.debug("webhook for %s is %s", described(event), outcome, extra=log_fields(event))
         if stored:
             self.metrics.accepted += 1
             self.stored()
@@ -331,5 +336,5 @@ class Intake:
         return self._ok("duplicate", started)
 
 
-INTAKE_KEY: Final = web.AppKey("webhooks.intake", Intake)
+INTAKE_KEY: Final = web.AppKey("webhooks.intake", Intake[Any])
 """Marks a receiver's own application (the one :attr:`WebhookReceiver.app` builds)."""

@@ -7,9 +7,10 @@ are imported only when a :class:`ReceiverTelemetry` asks for them; a receiver wi
 The counters the receiver keeps anyway (:class:`~webhooks.Metrics`) and its gauges are read when
 Prometheus scrapes, by one collector, so the request path pays nothing for them; only handler
 durations are observed as they happen.  Spans: one server span per delivery, one consumer span per
-entry handed to the handlers, one span per handler run; each carries the process id
-(``asyncsdk.process_id``) and the event id (``webhooks.event_id``), never the URL, which holds
-the token.
+entry handed to the handlers, one span per handler run; each carries the event id
+(``webhooks.event_id``) and the process id (``asyncsdk.process_id``) of a ``process.completed``
+event or the type (``webhooks.event_type``) of another sender's, never the URL, which holds the
+token.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ from contextlib import AbstractContextManager, contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
-from asyncsdk import PROCESS_ID_ATTRIBUTE, ConfigurationError, ProcessCompleted
+from asyncsdk import PROCESS_ID_ATTRIBUTE, ConfigurationError
 from asyncsdk.telemetry import load_registry, load_tracer
 from webhooks._admin import InboxStats
-from webhooks._contract import InboxEntry
+from webhooks._contract import InboxEntry, StoredEvent
+from webhooks._events import WebhookEvent
 from webhooks._metrics import BOUNDS, Gauges, Metrics
 
 if TYPE_CHECKING:
@@ -36,21 +38,54 @@ __all__ = [
     "ReceiverTelemetry",
     "WaiterCount",
     "bind_receiver_telemetry",
+    "describe_event",
+    "described",
     "log_fields",
     "receiver_telemetry",
 ]
 
 EVENT_ID_ATTRIBUTE: Final = "webhooks.event_id"
+EVENT_TYPE_ATTRIBUTE: Final = "webhooks.event_type"
 
 
-def event_id(event: ProcessCompleted) -> str:
-    """The id of an event in logs and spans: ``process.completed:<process id>:<status>``."""
+def event_id(event: StoredEvent) -> str:
+    """The id of an event in logs and spans: ``process.completed:<process id>:<status>``, or
+    ``webhook:<message id>``."""
     return ":".join(event.dedup_key)
 
 
-def log_fields(event: ProcessCompleted) -> dict[str, str]:
-    """The ``extra`` of a log record about ``event``: its process id and event id."""
-    return {"process_id": event.process_id, "event_id": event_id(event)}
+def describe_event(event: StoredEvent) -> dict[str, str]:
+    """What an operator reads of an event, by name: ``process_id``, ``status`` and ``tool`` of a
+    ``process.completed`` event; ``message_id`` and ``type`` of another sender's."""
+    # The stored union opened for people (logs, spans, listings), as the codec opens it for
+    # storage: each value has its own names.
+    if isinstance(event, WebhookEvent):
+        return {"message_id": event.id, "type": event.type}
+    return {"process_id": event.process_id, "status": event.status, "tool": event.tool}
+
+
+def described(event: StoredEvent) -> str:
+    """The event in a log line: ``process p-1 (done)``, ``message msg_1 (invoice.paid)``."""
+    if isinstance(event, WebhookEvent):
+        return f"message {event.id} ({event.type})"
+    return f"process {event.process_id} ({event.status})"
+
+
+def log_fields(event: StoredEvent) -> dict[str, str]:
+    """The ``extra`` of a log record about ``event``: its process id (or message id and type)
+    and its event id."""
+    fields = describe_event(event)
+    fields.pop("tool", None)
+    fields.pop("status", None)
+    fields["event_id"] = event_id(event)
+    return fields
+
+
+def span_attributes(event: StoredEvent) -> dict[str, str]:
+    """The attributes every span about ``event`` carries."""
+    if isinstance(event, WebhookEvent):
+        return {EVENT_ID_ATTRIBUTE: event_id(event), EVENT_TYPE_ATTRIBUTE: event.type}
+    return {PROCESS_ID_ATTRIBUTE: event.process_id, EVENT_ID_ATTRIBUTE: event_id(event)}
 
 
 @runtime_checkable
@@ -66,7 +101,7 @@ class _Untracked:
 
     __slots__ = ()
 
-    def event(self, event: ProcessCompleted) -> None:
+    def event(self, event: StoredEvent) -> None:
         pass
 
     def answered(self, status: int) -> None:
@@ -95,9 +130,8 @@ class _Delivery:
             attributes={"http.request.method": "POST"},
         )
 
-    def event(self, event: ProcessCompleted) -> None:
-        self._span.set_attribute(PROCESS_ID_ATTRIBUTE, event.process_id)
-        self._span.set_attribute(EVENT_ID_ATTRIBUTE, event_id(event))
+    def event(self, event: StoredEvent) -> None:
+        self._span.set_attributes(span_attributes(event))
 
     def answered(self, status: int) -> None:
         self._span.set_attribute("http.response.status_code", status)
@@ -137,7 +171,8 @@ class ReceiverTelemetry:
 
     ``tracing``: ``True`` for the global OpenTelemetry tracer provider, or a provider of yours:
     ``webhooks.delivery`` (server), ``webhooks.dispatch`` (consumer) and ``webhooks.handler``
-    spans, each with ``asyncsdk.process_id`` and ``webhooks.event_id``.
+    spans, each with ``webhooks.event_id`` and ``asyncsdk.process_id`` (``webhooks.event_type``
+    for another sender's events).
     """
 
     def __init__(self, *, metrics: object = False, tracing: object = False) -> None:
@@ -199,10 +234,8 @@ class ReceiverTelemetry:
         """The span of one claimed entry, current while it runs so handler spans are its own."""
         if self._tracer is None:
             return _UNTRACKED
-        event = entry.event
         attributes: dict[str, str | int] = {
-            PROCESS_ID_ATTRIBUTE: event.process_id,
-            EVENT_ID_ATTRIBUTE: event_id(event),
+            **span_attributes(entry.event),
             "webhooks.entry_id": entry.id,
             "webhooks.attempt": entry.attempts,
         }
@@ -210,19 +243,19 @@ class ReceiverTelemetry:
             "webhooks.dispatch", kind=self.kinds["consumer"], attributes=attributes
         )
 
-    def handler(self, name: str, event: ProcessCompleted) -> AbstractContextManager[object]:
+    def handler(self, name: str, event: StoredEvent) -> AbstractContextManager[object]:
         """One handler run: its span and its duration."""
         if self._tracer is None and self._handler_seconds is None:
             return _UNTRACKED
         return self._handler_run(name, event)
 
     @contextmanager
-    def _handler_run(self, name: str, event: ProcessCompleted) -> Iterator[None]:
+    def _handler_run(self, name: str, event: StoredEvent) -> Iterator[None]:
         span: Span | None = None
         if self._tracer is not None:
             span = self._tracer.start_span(
                 "webhooks.handler",
-                attributes={"webhooks.handler": name, PROCESS_ID_ATTRIBUTE: event.process_id},
+                attributes={"webhooks.handler": name, **span_attributes(event)},
             )
         started = time.perf_counter()
         outcome = "error"

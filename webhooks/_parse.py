@@ -28,7 +28,11 @@ __all__ = [
     "MAX_ID_LENGTH",
     "MAX_JSON_DEPTH",
     "check_content_type",
+    "id_fault",
+    "is_id",
     "json_depth_exceeds",
+    "json_type",
+    "load_json",
     "parse_body",
     "parse_delivery",
     "parse_event",
@@ -135,6 +139,16 @@ def parse_delivery(body: bytes, content_type: str | None) -> Parsed | Ignored | 
 def parse_body(body: bytes) -> ProcessCompleted | Ignored | Rejection:
     """Decode a body already known to be JSON by its content type: the event itself, not
     wrapped in a :class:`Parsed`, on the receiver's path."""
+    data = load_json(body)
+    if isinstance(data, Rejection):
+        return data
+    return parse_event(data)
+
+
+def load_json(body: bytes) -> Any:
+    """The JSON value of a body already known to be JSON by its content type, or the
+    :class:`Rejection` of a body that is not UTF-8 JSON of bounded depth (no JSON value is a
+    :class:`Rejection`, so the answer says which it is)."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -174,7 +188,7 @@ def parse_body(body: bytes) -> ProcessCompleted | Ignored | Rejection:
             "body holds a lone UTF-16 surrogate escape (\\ud800-\\udfff without its pair);"
             " send valid Unicode",
         )
-    return parse_event(data)
+    return data
 
 
 def _lone_surrogate(data: Any) -> bool:
@@ -189,12 +203,12 @@ def _lone_surrogate(data: Any) -> bool:
 def parse_event(data: Any) -> ProcessCompleted | Ignored | Rejection:
     """Check and decode an already-decoded JSON value (a JSON object decodes to a ``dict``)."""
     if not isinstance(data, dict):
-        return Rejection(400, "invalid", f"the body must be a JSON object, not {_json_type(data)}")
+        return Rejection(400, "invalid", f"the body must be a JSON object, not {json_type(data)}")
     event = data.get("event", _MISSING)
     if event is _MISSING:
         return Rejection(400, "invalid", "missing field 'event' (expected 'process.completed')")
     if not isinstance(event, str):
-        return Rejection(400, "invalid", f"field 'event' must be a string, not {_json_type(event)}")
+        return Rejection(400, "invalid", f"field 'event' must be a string, not {json_type(event)}")
     if event != EVENT_PROCESS_COMPLETED:
         return Ignored("unknown_event", f"event type {event[:100]!r} is not handled")
     missing = _missing_string(data)
@@ -205,7 +219,7 @@ def parse_event(data: Any) -> ProcessCompleted | Ignored | Rejection:
         assets = []
     if not isinstance(assets, list):
         return Rejection(
-            400, "invalid", f"field 'final_assets' must be an array, not {_json_type(assets)}"
+            400, "invalid", f"field 'final_assets' must be an array, not {json_type(assets)}"
         )
     results: list[ResultAsset] = []
     for index, asset in enumerate(assets):
@@ -242,58 +256,55 @@ def _missing_string(data: dict[str, Any]) -> Rejection | None:
     """The rejection of the first required field that is not an id-like string, if any."""
     for name in _REQUIRED_STRINGS:
         value = data.get(name, _MISSING)
-        if isinstance(value, str) and _is_id(value):
+        if isinstance(value, str) and is_id(value):
             continue
         if isinstance(value, str) and value:
-            return Rejection(400, "invalid", f"field {name!r} {_id_fault(value)}")
+            return Rejection(400, "invalid", f"field {name!r} {id_fault(value)}")
         if value is _MISSING:
             return Rejection(400, "invalid", f"missing field {name!r} (a non-empty string)")
-        shown = "an empty string" if value == "" else _json_type(value)
+        shown = "an empty string" if value == "" else json_type(value)
         return Rejection(400, "invalid", f"field {name!r} must be a non-empty string, not {shown}")
     return None
 
 
-def _is_id(value: str) -> bool:
+def is_id(value: str) -> bool:
     """Whether ``value`` can be an id: 1 to :data:`MAX_ID_LENGTH` printable characters, not
-    only spaces (:func:`_id_fault` says why not)."""
+    only spaces (:func:`id_fault` says why not)."""
     return 0 < len(value) <= MAX_ID_LENGTH and value.isprintable() and not value.isspace()
 
 
-def _id_fault(value: str) -> str:
-    """Why a non-empty string that is not :func:`_is_id` cannot be an id: too long, holding an
+def id_fault(value: str, fix: str = "send the id the service gave") -> str:
+    """Why a non-empty string that is not :func:`is_id` cannot be an id: too long, holding an
     unprintable character such as a control character, or blank."""
     if len(value) > MAX_ID_LENGTH:
-        return (
-            f"is {len(value):,} characters long, over the {MAX_ID_LENGTH} an id may have; "
-            "send the id the service gave"
-        )
+        return f"is {len(value):,} characters long, over the {MAX_ID_LENGTH} an id may have; {fix}"
     if not value.isprintable():
         bad = next(char for char in value if not char.isprintable())
-        return f"holds the unprintable character U+{ord(bad):04X}; send the id the service gave"
-    return "is only spaces; send the id the service gave"
+        return f"holds the unprintable character U+{ord(bad):04X}; {fix}"
+    return f"is only spaces; {fix}"
 
 
 def _asset_fault(index: int, asset: Any) -> Rejection | None:
     """Why ``final_assets[index]`` is refused, or ``None``: an object whose ``asset_id`` is a
     non-empty string and whose other named fields are strings where present."""
     if not isinstance(asset, dict):
-        why = f"must be an object, not {_json_type(asset)}"
+        why = f"must be an object, not {json_type(asset)}"
         return Rejection(400, "invalid", f"final_assets[{index}] {why}")
     asset_id = asset.get("asset_id")
     if not isinstance(asset_id, str) or not asset_id:
         return Rejection(
             400, "invalid", f"final_assets[{index}].asset_id must be a non-empty string"
         )
-    if not _is_id(asset_id):
-        return Rejection(400, "invalid", f"final_assets[{index}].asset_id {_id_fault(asset_id)}")
+    if not is_id(asset_id):
+        return Rejection(400, "invalid", f"final_assets[{index}].asset_id {id_fault(asset_id)}")
     for name in _ASSET_STRINGS:
         if name in asset and not isinstance(asset[name], str):
-            why = f"must be a string, not {_json_type(asset[name])}"
+            why = f"must be a string, not {json_type(asset[name])}"
             return Rejection(400, "invalid", f"final_assets[{index}].{name} {why}")
     return None
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):

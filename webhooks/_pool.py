@@ -29,10 +29,16 @@ from typing import Final
 
 import attrs
 
-from asyncsdk import ProcessCompleted
 from webhooks._acker import Acker
 from webhooks._claims import BURST, ClaimSize
-from webhooks._contract import ClaimingInbox, Inbox, InboxEntry, ProcessClient, ResultSink
+from webhooks._contract import (
+    ClaimingInbox,
+    Inbox,
+    InboxEntry,
+    ProcessClient,
+    ResultSink,
+    StoredEvent,
+)
 from webhooks._dispatch import Dispatcher, HandlerSpec, RetryPolicy, stopped_from_outside
 from webhooks._errors import InboxUnavailableError
 from webhooks._metrics import Metrics
@@ -137,7 +143,7 @@ class WorkerPool:
         self.backlog += 1
         self._ask_feeder()
 
-    def submit_put(self, event: ProcessCompleted, raw: bytes) -> asyncio.Future[bool]:
+    def submit_put(self, event: StoredEvent, raw: bytes) -> asyncio.Future[bool]:
         """Store a delivery, as :meth:`~webhooks.Inbox.submit_put` does.  While a worker is free
         and the inbox is a :class:`~webhooks.ClaimingInbox`, the put also hands the new entry to
         this pool, which queues it for that worker at once: no claim round trip for an event

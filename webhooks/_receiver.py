@@ -1,9 +1,12 @@
-"""The aiohttp side: a mountable sub-application that receives ``process.completed``.
+"""The aiohttp side: a mountable sub-application that receives one kind of event durably.
 
-:class:`WebhookReceiver` holds the handlers, builds the application and runs its lifecycle; each
-delivery goes through its :class:`~webhooks._intake.Intake` (verify, parse, store, answer) and
-each stored event through its :class:`~webhooks._pool.WorkerPool` (handlers, retries, dead
-letters).
+:class:`ReceiverCore` holds the handlers, builds the application and runs its lifecycle for any
+event kind (:mod:`webhooks._kinds`); each delivery goes through its
+:class:`~webhooks._intake.Intake` (verify, parse, store, answer) and each stored event through its
+:class:`~webhooks._pool.WorkerPool` (handlers, retries, dead letters).  :class:`WebhookReceiver`
+is the core on the service's ``process.completed`` kind, with what only that kind has: the
+registry, fetch-back and the process filter.  :class:`~webhooks.EventReceiver` is the core on any
+other sender's events.
 
 ::
 
@@ -22,23 +25,26 @@ import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from types import MappingProxyType
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from aiohttp import web
 
-from asyncsdk import ConfigurationError
+from asyncsdk import ConfigurationError, ProcessCompleted
 from webhooks._backpressure import SharedDepth
 from webhooks._contract import (
     Inbox,
     InboxEntry,
     ProcessClient,
     ResultSink,
+    StoredEvent,
     Verifier,
 )
 from webhooks._dispatch import HandlerSpec, RetryPolicy, names
 from webhooks._exposition import metrics_view
-from webhooks._handlers import handler_spec
+from webhooks._fetchback import unconfirmed
+from webhooks._handlers import ProcessMatch, handler_spec
 from webhooks._intake import INTAKE_KEY, Intake, ProcessFilter
+from webhooks._kinds import PROCESS_COMPLETED, EventKind
 from webhooks._lifecycle import Lifecycle
 from webhooks._metrics import Metrics
 from webhooks._observe import (
@@ -53,14 +59,274 @@ from webhooks._setup import OneCallSetup
 from webhooks._store_gauges import StoreReading
 from webhooks._verify import TOKEN_PARAM
 
-__all__ = ["RECEIVER_KEY", "WebhookReceiver"]
+__all__ = ["RECEIVER_KEY", "ReceiverCore", "WebhookReceiver"]
 
 logger = logging.getLogger("webhooks")
 
 H = TypeVar("H", bound=Callable[..., Awaitable[None]])
+E = TypeVar("E", bound=StoredEvent)
 
 
-class WebhookReceiver(OneCallSetup):
+class ReceiverCore(Generic[E]):
+    """A durable webhook receiver for the events of one ``kind``: everything but the kind.
+
+    The options are :class:`WebhookReceiver`'s, less those only the service's events have
+    (``client``, ``registry``, ``process_filter``, ``fetch_timeout``, ``not_finished_delay``),
+    which its subclass passes as ``admit``, ``stored_form``, ``sink`` and ``client``.
+    """
+
+    def __init__(
+        self,
+        *,
+        inbox: Inbox,
+        verifier: Verifier,
+        kind: EventKind[E],
+        admit: Callable[[E], Awaitable[bool]] | None = None,
+        stored_form: Callable[[E], E] | None = None,
+        sink: ResultSink | None = None,
+        client: ProcessClient | None = None,
+        max_body: int = 256 * 1024,
+        read_timeout: float = 4.0,
+        put_timeout: float = 4.0,
+        workers: int = 8,
+        handler_timeout: float = 60.0,
+        max_attempts: int = 5,
+        retry_base: float = 1.0,
+        retry_cap: float = 300.0,
+        queue_limit: int = 10_000,
+        drain_timeout: float = 10.0,
+        retry_after: int = 5,
+        poll_interval: float = 1.0,
+        fetch_timeout: float = 30.0,
+        not_finished_delay: float = 15.0,
+        metrics_route: bool = False,
+        close_inbox: bool = True,
+        consumer: str | None = None,
+        telemetry: ReceiverTelemetry | None = None,
+        metrics_token: str | None = None,
+    ) -> None:
+        check_receiver_options(
+            inbox=inbox,
+            verifier=verifier,
+            counts={
+                "max_body": max_body,
+                "workers": workers,
+                "max_attempts": max_attempts,
+                "queue_limit": queue_limit,
+                "retry_after": retry_after,
+            },
+            seconds={
+                "read_timeout": read_timeout,
+                "put_timeout": put_timeout,
+                "handler_timeout": handler_timeout,
+                "retry_base": retry_base,
+                "retry_cap": retry_cap,
+                "poll_interval": poll_interval,
+                "fetch_timeout": fetch_timeout,
+                "not_finished_delay": not_finished_delay,
+            },
+            drain_timeout=drain_timeout,
+        )
+        telemetry = receiver_telemetry(
+            telemetry, metrics_route=metrics_route, metrics_token=metrics_token
+        )
+        self.telemetry = telemetry or NO_RECEIVER_TELEMETRY
+        self._metrics_token = metrics_token
+        self.inbox = inbox
+        self.verifier = verifier
+        self.kind = kind
+        self.max_body = max_body
+        self.read_timeout = float(read_timeout)
+        self.put_timeout = float(put_timeout)
+        self.queue_limit = queue_limit
+        self.drain_timeout = float(drain_timeout)
+        self.retry_after = retry_after
+        self.metrics_route = metrics_route
+        self.close_inbox = close_inbox
+        self.metrics = Metrics()
+        self.handlers: list[HandlerSpec] = []
+        pool_options: dict[str, Any] = {} if consumer is None else {"consumer": consumer}
+        self._pool = WorkerPool(
+            inbox=inbox,
+            handlers=self.handlers,
+            metrics=self.metrics,
+            workers=workers,
+            handler_timeout=float(handler_timeout),
+            retry=RetryPolicy(
+                max_attempts=max_attempts,
+                base=retry_base,
+                cap=retry_cap,
+                not_finished_delay=not_finished_delay,
+            ),
+            sink=sink,
+            client=client,
+            fetch_timeout=float(fetch_timeout),
+            poll_interval=float(poll_interval),
+            telemetry=self.telemetry,
+            **pool_options,
+        )
+        self._app: web.Application | None = None
+        self._mounted = False
+        self._depth = SharedDepth(inbox=inbox, timeout=self.put_timeout)
+        self._life = Lifecycle(
+            inbox=inbox,
+            registry=sink,
+            pool=self._pool,
+            depth=self._depth,
+            drain_timeout=self.drain_timeout,
+            close_inbox=close_inbox,
+        )
+        self._intake: Intake[E] = Intake(
+            submit_put=self._pool.submit_put,
+            verifier=verifier,
+            metrics=self.metrics,
+            kind=kind,
+            admit=admit,
+            stored_form=stored_form,
+            max_body=max_body,
+            read_timeout=self.read_timeout,
+            put_timeout=self.put_timeout,
+            queue_limit=queue_limit,
+            retry_after=retry_after,
+            is_running=lambda: self._life.state == "running",
+            depth=self._depth,
+            stored=self._stored,
+            telemetry=self.telemetry,
+        )
+        if telemetry is not None:
+            store = StoreReading(inbox=inbox)
+            if telemetry.registry is not None:  # read only for Prometheus to scrape
+                self._life.store = store
+            bind_receiver_telemetry(
+                telemetry,
+                self.metrics,
+                inbox=store.current,
+                inbox_full=store.full,
+                in_flight=lambda: self._pool.in_flight,
+                oldest_received_at=self._pool.oldest_received_at,
+                registry=sink,
+            )
+
+    def __repr__(self) -> str:
+        return (
+            f"<{type(self).__name__} {self._life.state} inbox={self.inbox!r}"
+            f" verifier={self.verifier!r}>"
+        )
+
+    def _register(
+        self,
+        func: Callable[..., Awaitable[None]],
+        wants: Callable[[Any], bool] | None,
+        atomic: bool,
+    ) -> None:
+        """Register ``func`` for the events ``wants`` accepts (``None``: every event)."""
+        self.handlers.append(handler_spec(func, inbox=self.inbox, wants=wants, atomic=atomic))
+
+    def _keep_on(self, app: web.Application) -> None:
+        """Store this receiver on ``app`` (its own application and, from :meth:`setup`, the
+        host's) under the key its class documents; none by default."""
+
+    # -- aiohttp integration ------------------------------------------------------------------
+
+    @property
+    def app(self) -> web.Application:
+        """The sub-application to mount: ``host.add_subapp("/hooks/", receiver.app)``.
+
+        Routes: ``POST /`` and ``POST /{token}`` (token in path), and ``GET /metrics`` when
+        ``metrics_route`` is set.  Workers start and stop with the host application.
+        """
+        if self._app is None:
+            app = web.Application()
+            self._keep_on(app)
+            app[INTAKE_KEY] = self._intake
+            app.router.add_post("/", self._intake.handle)
+            if self.metrics_route:
+                assert self.telemetry.registry is not None  # checked in __init__
+                view = metrics_view(self.telemetry.registry, self._metrics_token)
+                app.router.add_get("/metrics", view)
+            app.router.add_post(f"/{{{TOKEN_PARAM}}}", self._intake.handle)
+            app.on_shutdown.append(self._on_shutdown)
+            app.cleanup_ctx.append(self._lifespan)
+            self._app = app
+        return self._app
+
+    def setup(self, app: web.Application, prefix: str = "/hooks/") -> web.AbstractResource:
+        """Mount on ``app`` at ``prefix`` (and, for a :class:`WebhookReceiver`, store it under
+        ``RECEIVER_KEY``).  Several receivers mount side by side under different prefixes.
+
+        With a token in the path (:class:`~webhooks.TokenVerifier`), the exact URL of each token
+        is also routed on ``app`` itself, which aiohttp resolves with one dictionary lookup
+        instead of going through the sub-application, and a delivery on it is verified once,
+        with its body (the route itself shows the token is one the verifier lists); every other
+        path under ``prefix`` (an unknown token, ``metrics``) goes to the sub-application, where
+        a path token is checked before the body is read.
+        """
+        if not prefix.startswith("/"):
+            raise ConfigurationError(f"prefix must start with '/', e.g. '/hooks/', not {prefix!r}")
+        if self._mounted:
+            raise ConfigurationError(
+                "this receiver is mounted already; build one receiver per application"
+            )
+        self._keep_on(app)
+        mounted = app.add_subapp(prefix, self.app)
+        self._mounted = True
+        for token in self.verifier.path_tokens:
+            params = MappingProxyType({TOKEN_PARAM: token})
+            app.router.add_post(
+                f"{prefix.rstrip('/')}/{token}",
+                functools.partial(self._intake.receive, params, token_routed=True),
+            )
+        return mounted
+
+    async def _lifespan(self, _app: web.Application) -> AsyncIterator[None]:
+        await self.start()
+        yield
+        await self.stop()
+
+    async def _on_shutdown(self, _app: web.Application) -> None:
+        self._life.shutdown_began()
+
+    async def start(self) -> None:
+        """Start the workers and accept deliveries (called by the host app's startup)."""
+        await self._life.start()
+
+    async def stop(self) -> None:
+        """Refuse new deliveries (503 with ``Retry-After``), let running work finish within
+        ``drain_timeout``, hand back the rest, close what the receiver owns.
+
+        Safe to call more than once and concurrently (the host app's cleanup calls it too).
+        """
+        await self._life.stop()
+
+    async def drained(self) -> None:
+        """Return once the receiver has stopped (the host app's shutdown, or :meth:`stop`):
+        deliveries answered ``503`` with ``Retry-After`` since the shutdown began, every entry it
+        held finished or handed back to the inbox for another node, its stores closed."""
+        await self._life.drained()
+
+    @property
+    def running(self) -> bool:
+        """Whether the receiver is started and not stopping: deliveries are accepted."""
+        return self._life.state == "running"
+
+    # -- dead letters -------------------------------------------------------------------
+
+    async def dead_letters(self, limit: int = 1000) -> list[InboxEntry]:
+        """Entries parked after ``max_attempts`` failures, oldest first."""
+        return await self.inbox.dead_letters(limit)
+
+    async def replay(self, entry_id: str) -> None:
+        """Put a dead letter back in line with a fresh attempt budget."""
+        await self.inbox.replay(entry_id)
+        self.metrics.replayed += 1
+        self._stored()
+
+    def _stored(self) -> None:
+        self._depth.stored()
+        self._pool.stored()
+
+
+class WebhookReceiver(ReceiverCore[ProcessCompleted], OneCallSetup):
     """Receives ``process.completed`` deliveries, stores them, and runs handlers from the store.
 
     Required: ``inbox`` (where accepted events live until handled: :class:`~webhooks.SQLiteInbox`,
@@ -118,113 +384,41 @@ class WebhookReceiver(OneCallSetup):
         telemetry: ReceiverTelemetry | None = None,
         metrics_token: str | None = None,
     ) -> None:
-        check_receiver_options(
-            inbox=inbox,
-            verifier=verifier,
-            counts={
-                "max_body": max_body,
-                "workers": workers,
-                "max_attempts": max_attempts,
-                "queue_limit": queue_limit,
-                "retry_after": retry_after,
-            },
-            seconds={
-                "read_timeout": read_timeout,
-                "put_timeout": put_timeout,
-                "handler_timeout": handler_timeout,
-                "retry_base": retry_base,
-                "retry_cap": retry_cap,
-                "poll_interval": poll_interval,
-                "fetch_timeout": fetch_timeout,
-                "not_finished_delay": not_finished_delay,
-            },
-            drain_timeout=drain_timeout,
-        )
-        telemetry = receiver_telemetry(
-            telemetry, metrics_route=metrics_route, metrics_token=metrics_token
-        )
-        self.telemetry = telemetry or NO_RECEIVER_TELEMETRY
-        self._metrics_token = metrics_token
-        self.inbox = inbox
-        self.verifier = verifier
         self.client = client
         self.registry = registry
         self.process_filter = process_filter
-        self.max_body = max_body
-        self.read_timeout = float(read_timeout)
-        self.put_timeout = float(put_timeout)
-        self.queue_limit = queue_limit
-        self.drain_timeout = float(drain_timeout)
-        self.retry_after = retry_after
-        self.metrics_route = metrics_route
-        self.close_inbox = close_inbox
-        self.metrics = Metrics()
-        self.handlers: list[HandlerSpec] = []
-        pool_options: dict[str, Any] = {} if consumer is None else {"consumer": consumer}
-        self._pool = WorkerPool(
+        super().__init__(
             inbox=inbox,
-            handlers=self.handlers,
-            metrics=self.metrics,
-            workers=workers,
-            handler_timeout=float(handler_timeout),
-            retry=RetryPolicy(
-                max_attempts=max_attempts,
-                base=retry_base,
-                cap=retry_cap,
-                not_finished_delay=not_finished_delay,
-            ),
+            verifier=verifier,
+            kind=PROCESS_COMPLETED,
+            admit=None if process_filter is None else _ProcessAdmission(process_filter),
+            # With fetch-back, a delivery is stored unconfirmed, for the workers to check.
+            stored_form=None if client is None else unconfirmed,
             sink=registry,
             client=client,
-            fetch_timeout=float(fetch_timeout),
-            poll_interval=float(poll_interval),
-            telemetry=self.telemetry,
-            **pool_options,
-        )
-        self._app: web.Application | None = None
-        self._mounted = False
-        self._depth = SharedDepth(inbox=inbox, timeout=self.put_timeout)
-        self._life = Lifecycle(
-            inbox=inbox,
-            registry=registry,
-            pool=self._pool,
-            depth=self._depth,
-            drain_timeout=self.drain_timeout,
-            close_inbox=close_inbox,
-        )
-        self._intake = Intake(
-            submit_put=self._pool.submit_put,
-            verifier=verifier,
-            metrics=self.metrics,
-            process_filter=process_filter,
             max_body=max_body,
-            read_timeout=self.read_timeout,
-            put_timeout=self.put_timeout,
+            read_timeout=read_timeout,
+            put_timeout=put_timeout,
+            workers=workers,
+            handler_timeout=handler_timeout,
+            max_attempts=max_attempts,
+            retry_base=retry_base,
+            retry_cap=retry_cap,
             queue_limit=queue_limit,
+            drain_timeout=drain_timeout,
             retry_after=retry_after,
-            is_running=lambda: self._life.state == "running",
-            depth=self._depth,
-            stored=self._stored,
-            fetch_back=client is not None,
-            telemetry=self.telemetry,
+            poll_interval=poll_interval,
+            fetch_timeout=fetch_timeout,
+            not_finished_delay=not_finished_delay,
+            metrics_route=metrics_route,
+            close_inbox=close_inbox,
+            consumer=consumer,
+            telemetry=telemetry,
+            metrics_token=metrics_token,
         )
-        if telemetry is not None:
-            store = StoreReading(inbox=inbox)
-            if telemetry.registry is not None:  # read only for Prometheus to scrape
-                self._life.store = store
-            bind_receiver_telemetry(
-                telemetry,
-                self.metrics,
-                inbox=store.current,
-                inbox_full=store.full,
-                in_flight=lambda: self._pool.in_flight,
-                oldest_received_at=self._pool.oldest_received_at,
-                registry=registry,
-            )
 
-    def __repr__(self) -> str:
-        return (
-            f"<WebhookReceiver {self._life.state} inbox={self.inbox!r} verifier={self.verifier!r}>"
-        )
+    def _keep_on(self, app: web.Application) -> None:
+        app[RECEIVER_KEY] = self
 
     # -- handlers -------------------------------------------------------------------------
 
@@ -268,108 +462,22 @@ class WebhookReceiver(OneCallSetup):
         tools: frozenset[str] | None = None,
         atomic: bool = False,
     ) -> None:
-        """Register ``func`` as :meth:`on_completed` does, without a decorator."""
-        self.handlers.append(
-            handler_spec(func, inbox=self.inbox, statuses=statuses, tools=tools, atomic=atomic)
-        )
+        """:meth:`on_completed` without the decorator (``statuses`` / ``tools``: ``None`` for
+        any)."""
+        wants = None if statuses is None and tools is None else ProcessMatch(statuses, tools)
+        self._register(func, wants, atomic)
 
-    # -- aiohttp integration ------------------------------------------------------------------
 
-    @property
-    def app(self) -> web.Application:
-        """The sub-application to mount: ``host.add_subapp("/hooks/", receiver.app)``.
+class _ProcessAdmission:
+    """The service's process filter, asked about an event's process id."""
 
-        Routes: ``POST /`` and ``POST /{token}`` (token in path), and ``GET /metrics`` when
-        ``metrics_route`` is set.  Workers start and stop with the host application.
-        """
-        if self._app is None:
-            app = web.Application()
-            app[RECEIVER_KEY] = self
-            app[INTAKE_KEY] = self._intake
-            app.router.add_post("/", self._intake.handle)
-            if self.metrics_route:
-                assert self.telemetry.registry is not None  # checked in __init__
-                view = metrics_view(self.telemetry.registry, self._metrics_token)
-                app.router.add_get("/metrics", view)
-            app.router.add_post(f"/{{{TOKEN_PARAM}}}", self._intake.handle)
-            app.on_shutdown.append(self._on_shutdown)
-            app.cleanup_ctx.append(self._lifespan)
-            self._app = app
-        return self._app
+    __slots__ = ("_filter",)
 
-    def setup(self, app: web.Application, prefix: str = "/hooks/") -> web.AbstractResource:
-        """Mount on ``app`` at ``prefix`` and store the receiver under ``RECEIVER_KEY``.
+    def __init__(self, process_filter: ProcessFilter) -> None:
+        self._filter = process_filter
 
-        With a token in the path (:class:`~webhooks.TokenVerifier`), the exact URL of each token
-        is also routed on ``app`` itself, which aiohttp resolves with one dictionary lookup
-        instead of going through the sub-application, and a delivery on it is verified once,
-        with its body (the route itself shows the token is one the verifier lists); every other
-        path under ``prefix`` (an unknown token, ``metrics``) goes to the sub-application, where
-        a path token is checked before the body is read.
-        """
-        if not prefix.startswith("/"):
-            raise ConfigurationError(f"prefix must start with '/', e.g. '/hooks/', not {prefix!r}")
-        if self._mounted:
-            raise ConfigurationError(
-                "this receiver is mounted already; build one WebhookReceiver per application"
-            )
-        app[RECEIVER_KEY] = self
-        mounted = app.add_subapp(prefix, self.app)
-        self._mounted = True
-        for token in self.verifier.path_tokens:
-            params = MappingProxyType({TOKEN_PARAM: token})
-            app.router.add_post(
-                f"{prefix.rstrip('/')}/{token}",
-                functools.partial(self._intake.receive, params, token_routed=True),
-            )
-        return mounted
-
-    async def _lifespan(self, _app: web.Application) -> AsyncIterator[None]:
-        await self.start()
-        yield
-        await self.stop()
-
-    async def _on_shutdown(self, _app: web.Application) -> None:
-        self._life.shutdown_began()
-
-    async def start(self) -> None:
-        """Start the workers and accept deliveries (called by the host app's startup)."""
-        await self._life.start()
-
-    async def stop(self) -> None:
-        """Refuse new deliveries (503 with ``Retry-After``), let running work finish within
-        ``drain_timeout``, hand back the rest, close what the receiver owns.
-
-        Safe to call more than once and concurrently (the host app's cleanup calls it too).
-        """
-        await self._life.stop()
-
-    async def drained(self) -> None:
-        """Return once the receiver has stopped (the host app's shutdown, or :meth:`stop`):
-        deliveries answered ``503`` with ``Retry-After`` since the shutdown began, every entry it
-        held finished or handed back to the inbox for another node, its stores closed."""
-        await self._life.drained()
-
-    @property
-    def running(self) -> bool:
-        """Whether the receiver is started and not stopping: deliveries are accepted."""
-        return self._life.state == "running"
-
-    # -- dead letters -------------------------------------------------------------------
-
-    async def dead_letters(self, limit: int = 1000) -> list[InboxEntry]:
-        """Entries parked after ``max_attempts`` failures, oldest first."""
-        return await self.inbox.dead_letters(limit)
-
-    async def replay(self, entry_id: str) -> None:
-        """Put a dead letter back in line with a fresh attempt budget."""
-        await self.inbox.replay(entry_id)
-        self.metrics.replayed += 1
-        self._stored()
-
-    def _stored(self) -> None:
-        self._depth.stored()
-        self._pool.stored()
+    async def __call__(self, event: ProcessCompleted) -> bool:
+        return await self._filter(event.process_id)
 
 
 RECEIVER_KEY: Final = web.AppKey("webhooks.receiver", WebhookReceiver)

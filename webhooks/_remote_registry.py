@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, ClassVar, Final, Self
 
 import attrs
 
-from webhooks._codec import decode_event
+from webhooks._codec import decode_process_event
 from webhooks._errors import RegistryClosedError, RegistryUnavailableError
 from webhooks._registry import Registry, RegistryStats
 
@@ -270,7 +270,7 @@ class RemoteRegistry(abc.ABC):
         if not isinstance(payload, bytes | str):
             return
         try:
-            event = decode_event(payload)
+            event = decode_process_event(payload)
         except Exception:  # anything else in the store: a decode error of any kind
             self._WORDING.logger.warning(self._WORDING.undecodable, self._source, exc_info=True)
             return

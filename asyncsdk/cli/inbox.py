@@ -24,6 +24,7 @@ from webhooks import (
     RedisInbox,
     SQLiteInbox,
     UnknownEntryError,
+    describe_event,
 )
 
 # The backends' own defaults, read from their public classes, for --help.
@@ -192,13 +193,14 @@ async def _stats(args: argparse.Namespace) -> int:
     return await _with_inbox(args, show)
 
 
+_NOT_IN_TABLE = frozenset(("tool", "attempts", "received_at", "last_error"))
+
+
 def _row(entry: InboxEntry) -> dict[str, Any]:
     received = datetime.datetime.fromtimestamp(entry.received_at, datetime.UTC)
     return {
         "id": entry.id,
-        "process_id": entry.event.process_id,
-        "status": entry.event.status,
-        "tool": entry.event.tool,
+        **describe_event(entry.event),
         "attempts": entry.attempts,
         "received_at": received.isoformat(timespec="seconds"),
         "last_error": entry.last_error,
@@ -215,8 +217,10 @@ async def _dead(args: argparse.Namespace) -> int:
             for row in rows:
                 print(json.dumps(row))
         elif rows:
-            headers = ("id", "process_id", "status", "attempts", "received_at", "last_error")
-            print(format_table(headers, ([row[h] or "" for h in headers] for row in rows)))
+            # process_id and status for the service's events, message_id and type for others'.
+            named = dict.fromkeys(k for row in rows for k in row if k not in _NOT_IN_TABLE)
+            headers = (*named, "attempts", "received_at", "last_error")
+            print(format_table(headers, ([row.get(h) or "" for h in headers] for row in rows)))
         else:
             print("no dead letters")
         return EXIT_OK

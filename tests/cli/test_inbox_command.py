@@ -14,17 +14,21 @@ from aiohttp.test_utils import TestClient, TestServer
 from asyncsdk import ProcessCompleted
 from webhooks import (
     DeliveryInfo,
+    EventReceiver,
     Inbox,
     PostgresInbox,
     RedisInbox,
     SQLiteInbox,
+    StandardWebhooksVerifier,
     TokenVerifier,
+    WebhookEvent,
     WebhookReceiver,
 )
 
 from .conftest import run_cli
 
 TOKEN = "cli-" + "t0k3n" * 6
+SECRET = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 HOOK = f"/hooks/{TOKEN}"
 JSON = {"Content-Type": "application/json"}
 
@@ -42,7 +46,7 @@ def body(process_id: str) -> bytes:
 
 
 async def served(
-    receiver: WebhookReceiver,
+    receiver: WebhookReceiver | EventReceiver,
 ) -> AsyncIterator[TestClient[web.Request, web.Application]]:
     app = web.Application()
     receiver.setup(app)
@@ -50,7 +54,9 @@ async def served(
         yield client
 
 
-async def settle(receiver: WebhookReceiver, dead: int = 0, processed: int = 0) -> None:
+async def settle(
+    receiver: WebhookReceiver | EventReceiver, dead: int = 0, processed: int = 0
+) -> None:
     """Poll the receiver's counters (plain numbers: nothing to await) until they read so."""
 
     def reached() -> bool:
@@ -154,6 +160,52 @@ async def test_dead_letters_are_listed_replayed_once_and_purged(
             assert await answer.json() == {"status": "duplicate"}
         await asyncio.sleep(0.2)  # time for a wrongly stored copy to be handled
     assert runs == [("p-1", 1)]  # the replayed event, handled exactly once
+
+
+async def test_another_sender_s_dead_letters_are_listed_by_message_id_and_type(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "billing.sqlite3"
+    signer = StandardWebhooksVerifier(SECRET)
+    failing = EventReceiver(
+        inbox=SQLiteInbox(path), verifier=signer, max_attempts=1, poll_interval=0.05
+    )
+
+    @failing.on("invoice.paid")
+    async def broken(event: WebhookEvent) -> None:
+        raise RuntimeError("the ledger is down")
+
+    paid = json.dumps({"type": "invoice.paid", "data": {"invoice": "in_1"}}).encode()
+    async for client in served(failing):
+        headers = {**JSON, **signer.headers("msg_1", paid)}
+        assert (await client.post("/hooks/", data=paid, headers=headers)).status == 200
+        await settle(failing, dead=1)
+
+    assert await run_cli("inbox", "dead", "--sqlite", path) == 0
+    table = lines(capsys)
+    header, row = table[0], table[-1]
+    assert len(table) == 3  # the header, its rule, one row
+    assert header.split() == ["id", "message_id", "type", "attempts", "received_at", "last_error"]
+    assert row.split()[1:4] == ["msg_1", "invoice.paid", "1"]
+    assert await run_cli("inbox", "dead", "--sqlite", path, "--json") == 0
+    [dead] = map(json.loads, lines(capsys))
+    assert (dead["message_id"], dead["type"]) == ("msg_1", "invoice.paid")
+    assert await run_cli("inbox", "replay", "--sqlite", path, dead["id"]) == 0
+    capsys.readouterr()
+
+    fixed = EventReceiver(inbox=SQLiteInbox(path), verifier=signer, poll_interval=0.05)
+    seen: list[tuple[str, object]] = []
+
+    @fixed.on("invoice.paid")
+    async def record(event: WebhookEvent) -> None:
+        seen.append((event.id, event.data))
+
+    async for client in served(fixed):
+        await settle(fixed, processed=1)
+        headers = {**JSON, **signer.headers("msg_1", paid)}
+        answer = await client.post("/hooks/", data=paid, headers=headers)
+        assert await answer.json() == {"status": "duplicate"}
+    assert seen == [("msg_1", {"invoice": "in_1"})]
 
 
 async def test_a_missing_file_or_no_ids_is_a_usage_error(

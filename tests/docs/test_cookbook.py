@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import io
+import json
 import logging
 import math
 import os
@@ -41,6 +44,7 @@ WIDGETS = {"space": "bedroom", "style": "modern"}
 RECIPES = {
     "batch-folder",
     "mount-receiver",
+    "github-receiver",
     "webhook-or-poll",
     "redis-receivers",
     "postgres-receivers",
@@ -166,6 +170,53 @@ async def test_the_receiver_mounted_in_an_existing_app_keeps_results(
         health = await session.get(server.make_url("/health"))
         assert await health.json() == {"ok": True}
     assert (tmp_path / "webhooks.sqlite3").exists()
+
+
+async def test_the_github_recipe_verifies_stores_once_and_handles_pushes(
+    tmp_path: Path, served: Callable[[web.Application], Any]
+) -> None:
+    recipe = run_block(COOKBOOK, "github-receiver")
+    app = web.Application()
+    secret = "gh-" + "s3cr3t" * 6
+    recipe["add_github"](app, secret, str(tmp_path / "github.sqlite3"))
+    server = await served(app)
+    url = server.make_url("/github/")
+
+    def delivery(event: str, guid: str, payload: dict[str, Any], key: str = secret) -> Any:
+        body = json.dumps(payload).encode()
+        signature = hmac.new(key.encode(), body, hashlib.sha256).hexdigest()
+        headers = {
+            "Content-Type": "application/json",
+            "X-GitHub-Event": event,
+            "X-GitHub-Delivery": guid,
+            "X-Hub-Signature-256": f"sha256={signature}",
+        }
+        return {"data": body, "headers": headers}
+
+    push = {"ref": "refs/heads/main", "after": "1f2e3d4c", "commits": []}
+    answers = []
+    async with aiohttp.ClientSession() as session:
+        for sent in (
+            delivery("ping", "guid-0", {"zen": "Keep it simple."}),
+            delivery("push", "guid-1", push),
+            delivery("push", "guid-1", push),  # a redelivery from the repository's settings
+            delivery("push", "guid-2", push, key="not-the-secret"),
+        ):
+            async with session.post(url, **sent) as response:
+                answers.append((response.status, await response.json()))
+        tampered = delivery("push", "guid-3", push)
+        tampered["data"] = tampered["data"].replace(b"1f2e3d4c", b"deadbeef")
+        async with session.post(url, **tampered) as response:
+            answers.append((response.status, None))
+    assert answers[:3] == [
+        (200, {"status": "accepted"}),
+        (200, {"status": "accepted"}),
+        (200, {"status": "duplicate"}),
+    ]
+    assert answers[3] == (401, {"error": "X-Hub-Signature-256 does not match the body"})
+    assert answers[4][0] == 401
+    pushes = app[recipe["PUSHES"]]
+    await until(lambda: pushes == ["1f2e3d4c"])
 
 
 async def test_mount_receiver_main_serves_the_app_and_stages_a_photo(

@@ -16,6 +16,7 @@ PUBLIC = {
     "ClaimingInbox",
     "Delivery",
     "DeliveryInfo",
+    "EventReceiver",
     "Handler",
     "Ignored",
     "Inbox",
@@ -53,7 +54,9 @@ PUBLIC = {
     "TokenVerifier",
     "UnknownEntryError",
     "Verifier",
+    "WebhookEvent",
     "WebhookReceiver",
+    "describe_event",
     "metrics_app",
     "parse_delivery",
 }

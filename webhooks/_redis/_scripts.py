@@ -9,7 +9,7 @@ was last written or claimed from; the dedup keys have their own TTL)::
     P inbox:errors        hash  entry id -> last error
     P inbox:delayed       zset  entry id -> due time (ms): retried entries and replayed dead letters
     P inbox:dead          zset  entry id -> receive time (ms): dead letters
-    P inbox:dedup:<key>   string, SET NX by put; <key> is the JSON array (event, process_id, status)
+    P inbox:dedup:<key>   string, SET NX by put; <key> is the event's dedup key as a JSON array
     P inbox:seq           integer, INCR by each put that stores an entry (no TTL): the high-water
                           mark of accepted entries
     P inbox:losses        hash (no TTL): count (acknowledged entries Redis lost), last (when the
@@ -105,10 +105,11 @@ def parse_entry(row: Sequence[object]) -> InboxEntry:
     if not isinstance(entry_id, bytes) or not isinstance(fields, list):
         raise InboxError(f"unexpected reply from an inbox script: {row!r}")
     data = dict(zip(fields[::2], fields[1::2], strict=True))
+    raw = bytes(data[b"raw"])
     return InboxEntry(
         id=entry_id.decode(),
-        event=decode_event(data[b"event"]),
-        raw=bytes(data[b"raw"]),
+        event=decode_event(data[b"event"], raw),
+        raw=raw,
         attempts=int(attempts) if isinstance(attempts, int | bytes) else 0,
         last_error=error.decode("utf-8", "replace") if isinstance(error, bytes) else None,
         received_at=float(data[b"at"]),

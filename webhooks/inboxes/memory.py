@@ -10,13 +10,13 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from asyncsdk import ProcessCompleted
 from webhooks._admin import InboxStats
 from webhooks._checks import check_consumer, check_limit, require_seconds
 from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
     DEFAULT_DEDUP_RETENTION,
     InboxEntry,
+    StoredEvent,
 )
 from webhooks._errors import InboxUnavailableError, UnknownEntryError
 
@@ -29,8 +29,8 @@ _DEAD = "dead"
 @attrs.define
 class _Record:
     id: str
-    key: tuple[str, str, str]
-    event: ProcessCompleted
+    key: tuple[str, ...]
+    event: StoredEvent
     raw: bytes
     received_at: float
     state: str = _PENDING
@@ -59,9 +59,9 @@ class MemoryInbox:
     dedup_retention: float = DEFAULT_DEDUP_RETENTION
     clock: Callable[[], float] = time.time
     _records: dict[str, _Record] = attrs.field(factory=dict, init=False)
-    _keys: dict[tuple[str, str, str], float | None] = attrs.field(factory=dict, init=False)
+    _keys: dict[tuple[str, ...], float | None] = attrs.field(factory=dict, init=False)
     """dedup key -> expiry time once finished (``None`` while its entry is held)."""
-    _expiries: collections.deque[tuple[float, tuple[str, str, str]]] = attrs.field(
+    _expiries: collections.deque[tuple[float, tuple[str, ...]]] = attrs.field(
         factory=collections.deque, init=False
     )
     _ids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
@@ -80,11 +80,11 @@ class MemoryInbox:
             if self._keys.get(key) == expiry:
                 del self._keys[key]
 
-    async def put(self, event: ProcessCompleted, raw: bytes) -> bool:
+    async def put(self, event: StoredEvent, raw: bytes) -> bool:
         """Store the event once; ``False`` for a duplicate: :meth:`~webhooks.Inbox.put`."""
         return self._put(event, raw)
 
-    def submit_put(self, event: ProcessCompleted, raw: bytes) -> asyncio.Future[bool]:
+    def submit_put(self, event: StoredEvent, raw: bytes) -> asyncio.Future[bool]:
         """:meth:`put`, done before this returns (nothing here suspends): a done future."""
         answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         try:
@@ -94,7 +94,7 @@ class MemoryInbox:
         return answer
 
     def submit_put_claimed(
-        self, event: ProcessCompleted, raw: bytes, consumer: str
+        self, event: StoredEvent, raw: bytes, consumer: str
     ) -> asyncio.Future[InboxEntry | None]:
         """:meth:`submit_put`, the new entry handed to ``consumer`` at once (``None``: a
         duplicate)."""
@@ -112,10 +112,10 @@ class MemoryInbox:
         answer.set_result(None if record is None else record.entry())
         return answer
 
-    def _put(self, event: ProcessCompleted, raw: bytes) -> bool:
+    def _put(self, event: StoredEvent, raw: bytes) -> bool:
         return self._store(event, raw) is not None
 
-    def _store(self, event: ProcessCompleted, raw: bytes) -> _Record | None:
+    def _store(self, event: StoredEvent, raw: bytes) -> _Record | None:
         self._open()
         now = self.clock()
         self._forget_expired(now)

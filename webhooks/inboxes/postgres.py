@@ -27,6 +27,7 @@ from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
     DEFAULT_DEDUP_RETENTION,
     InboxEntry,
+    StoredEvent,
 )
 from webhooks._errors import InboxError, InboxUnavailableError, UnknownEntryError
 from webhooks._postgres import _sql
@@ -45,8 +46,6 @@ from webhooks._postgres._writes import PostgresWrites, Step
 
 if TYPE_CHECKING:
     import asyncpg
-
-    from asyncsdk import ProcessCompleted
 
 __all__ = ["PostgresInbox"]
 
@@ -100,12 +99,12 @@ class PostgresInbox:
 
     # -- the Inbox contract -----------------------------------------------------------------
 
-    async def put(self, event: ProcessCompleted, raw: bytes) -> bool:
+    async def put(self, event: StoredEvent, raw: bytes) -> bool:
         """Claim the event's dedup key and store it, committed on return (puts made at the same
         time share one statement and one commit: see :mod:`webhooks._postgres._puts`)."""
         return await self.submit_put(event, raw)
 
-    def submit_put(self, event: ProcessCompleted, raw: bytes) -> asyncio.Future[bool]:
+    def submit_put(self, event: StoredEvent, raw: bytes) -> asyncio.Future[bool]:
         """Queue the put for the next batch and return the future of its answer.
 
         The write goes ahead whatever becomes of the future: cancelling it, or giving up on it
@@ -117,7 +116,7 @@ class PostgresInbox:
         return self._puts.submit(row, _is_stored)
 
     def submit_put_claimed(
-        self, event: ProcessCompleted, raw: bytes, consumer: str
+        self, event: StoredEvent, raw: bytes, consumer: str
     ) -> asyncio.Future[InboxEntry | None]:
         """:meth:`submit_put`, the new row stored already claimed by ``consumer`` (in the same
         batch as other puts): the future gets its entry after the commit (``None``: a

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import attrs
 
-from asyncsdk import ConfigurationError, ProcessCompleted
+from asyncsdk import ConfigurationError
 from webhooks._admin import InboxStats
 from webhooks._checks import check_consumer, check_limit, positive_seconds, require_seconds
 from webhooks._codec import dedup_key_text, encode_event
@@ -31,6 +31,7 @@ from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
     DEFAULT_DEDUP_RETENTION,
     InboxEntry,
+    StoredEvent,
 )
 from webhooks._errors import InboxError, InboxUnavailableError, UnknownEntryError
 from webhooks._redis import _scripts
@@ -199,11 +200,11 @@ class RedisInbox:
 
     # -- the Inbox contract -----------------------------------------------------------------
 
-    async def put(self, event: ProcessCompleted, raw: bytes) -> bool:
+    async def put(self, event: StoredEvent, raw: bytes) -> bool:
         """Claim the event's dedup key and append it to the stream, in one script."""
         return await self.submit_put(event, raw)
 
-    def submit_put(self, event: ProcessCompleted, raw: bytes) -> asyncio.Future[bool]:
+    def submit_put(self, event: StoredEvent, raw: bytes) -> asyncio.Future[bool]:
         """Queue :meth:`put` for the next pipeline and return at once with a future for its
         answer; the script runs whatever becomes of the future.
 
@@ -274,7 +275,7 @@ class RedisInbox:
             answer.set_result(value)
 
     def submit_put_claimed(
-        self, event: ProcessCompleted, raw: bytes, consumer: str
+        self, event: StoredEvent, raw: bytes, consumer: str
     ) -> asyncio.Future[InboxEntry | None]:
         """:meth:`submit_put`, and in the same script the consumer group hands ``consumer`` the
         oldest entry no consumer has taken: the new one, unless others wait before it.  The
@@ -316,7 +317,7 @@ class RedisInbox:
 
     @staticmethod
     def _handed_out(
-        row: list[Any], new_id: bytes, event: ProcessCompleted, raw: bytes, received_at: float
+        row: list[Any], new_id: bytes, event: StoredEvent, raw: bytes, received_at: float
     ) -> InboxEntry:
         """The entry a PUT_CLAIMED script handed out (its ``row``): the new one is built from
         the event at hand; an older one is read from its row."""

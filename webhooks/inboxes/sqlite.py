@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 from operator import itemgetter
 from pathlib import Path
 
-from asyncsdk import ProcessCompleted
 from webhooks._admin import InboxStats
 from webhooks._checks import check_consumer, check_limit, require_seconds
 from webhooks._codec import claimed_entry, dedup_key_text, encode_event, entry_from_row
@@ -23,6 +22,7 @@ from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
     DEFAULT_DEDUP_RETENTION,
     InboxEntry,
+    StoredEvent,
 )
 from webhooks._errors import UnknownEntryError
 from webhooks.inboxes import _sqlite_db as db
@@ -68,11 +68,11 @@ class SQLiteInbox:
         """Seconds until an unextended claim lapses: :attr:`~webhooks.Inbox.claim_timeout`."""
         return self._claim_timeout
 
-    async def put(self, event: ProcessCompleted, raw: bytes) -> bool:
+    async def put(self, event: StoredEvent, raw: bytes) -> bool:
         """Store the event once; ``False`` for a duplicate: :meth:`~webhooks.Inbox.put`."""
         return bool(await self.submit_put(event, raw))
 
-    def submit_put(self, event: ProcessCompleted, raw: bytes) -> asyncio.Future[bool]:
+    def submit_put(self, event: StoredEvent, raw: bytes) -> asyncio.Future[bool]:
         """Queue :meth:`put` and return at once: the future gets its answer after the commit.
 
         The write goes ahead whatever becomes of the future: cancelling it, or giving up on it
@@ -89,7 +89,7 @@ class SQLiteInbox:
         return self._db.submit(op, db.STATEMENT)
 
     def submit_put_claimed(
-        self, event: ProcessCompleted, raw: bytes, consumer: str
+        self, event: StoredEvent, raw: bytes, consumer: str
     ) -> asyncio.Future[InboxEntry | None]:
         """:meth:`submit_put`, the new row stored already claimed by ``consumer``: the future
         gets its entry after the commit (``None``: a duplicate)."""
@@ -102,7 +102,7 @@ class SQLiteInbox:
         return self._db.submit(op, db.STATEMENT)
 
     def _store_op(
-        self, event: ProcessCompleted, raw: bytes, consumer: str | None
+        self, event: StoredEvent, raw: bytes, consumer: str | None
     ) -> Callable[[sqlite3.Connection], tuple[int, float] | None]:
         """The put of ``event`` as a function of the connection: the new row's id and receive
         time, or ``None`` for a duplicate.  With a ``consumer``, the row is stored claimed by it

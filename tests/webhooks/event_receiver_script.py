@@ -1,0 +1,94 @@
+"""A receiver of another sender's events, for the crash tests:
+``python event_receiver_script.py BACKEND WHERE PORTFILE RECORD MODE``.
+
+BACKEND ``sqlite`` (WHERE: the file), ``redis`` (WHERE: ``url prefix``) or ``postgres`` (WHERE:
+``dsn schema``).  MODE ``block``: handlers never finish (the process is to be killed mid-work).
+MODE ``record``: handlers append ``message_id type`` lines to RECORD.
+MODE ``atomic``: an ``atomic=True`` handler appends ``run message_id`` to RECORD and queues one
+increment of the message's count in the store (Redis: the hash ``<prefix>test:effects``;
+PostgreSQL: the table ``<schema>.effects``, which the test creates); ``atomic-die``: the same,
+then the process kills itself with SIGKILL before the ack.
+Serves on 127.0.0.1 (port written to PORTFILE) and exits by itself after 60 seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from typing import Any
+
+from aiohttp import web
+from receiver_script import append, publish_port
+
+from webhooks import (
+    EventReceiver,
+    Inbox,
+    PostgresInbox,
+    RedisInbox,
+    SQLiteInbox,
+    StandardWebhooksVerifier,
+    WebhookEvent,
+)
+
+SECRET = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"  # 24 bytes of key, base64
+
+
+def inbox_for(backend: str, where: str) -> Inbox:
+    if backend == "sqlite":
+        return SQLiteInbox(where, claim_timeout=0.5)
+    location, namespace = where.split(" ")
+    if backend == "redis":
+        return RedisInbox(location, prefix=namespace, claim_timeout=0.5)
+    return PostgresInbox(location, schema=namespace, claim_timeout=0.5)
+
+
+async def main(backend: str, where: str, port_file: str, record: str, mode: str) -> None:
+    receiver = EventReceiver(
+        inbox=inbox_for(backend, where),
+        verifier=StandardWebhooksVerifier(SECRET),
+        poll_interval=0.05,
+        drain_timeout=0.1,
+    )
+
+    if mode.startswith("atomic"):
+        namespace = where.split(" ")[1]
+
+        @receiver.on_any(atomic=True)
+        async def count(event: WebhookEvent, writes: Any) -> None:
+            append(record, f"run {event.id}\n")
+            if backend == "redis":
+                writes.call("HINCRBY", f"{namespace}test:effects", event.id, 1)
+            else:
+                writes.execute(
+                    f'INSERT INTO "{namespace}".effects VALUES ($1, 1)'
+                    " ON CONFLICT (message_id) DO UPDATE SET n = effects.n + 1",
+                    event.id,
+                )
+            if mode == "atomic-die":
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    else:
+
+        @receiver.on_any()
+        async def handle(event: WebhookEvent) -> None:
+            if mode == "block":
+                await asyncio.Event().wait()
+            append(record, f"{event.id} {event.type}\n")
+
+    app = web.Application()
+    receiver.setup(app, prefix="/events/")
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    publish_port(port_file, runner.addresses[0][1])
+    try:
+        await asyncio.sleep(60)
+    finally:
+        await runner.cleanup()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(*sys.argv[1:6]))
