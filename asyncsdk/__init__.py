@@ -44,6 +44,8 @@ from asyncsdk._errors import (
     ConfigurationError,
     InactiveError,
     InputError,
+    JournalError,
+    KeyReusedError,
     MaskError,
     MissingWidgetError,
     NotFoundError,
@@ -62,6 +64,7 @@ from asyncsdk._errors import (
     ValidationError,
     WaitTimeoutError,
 )
+from asyncsdk._journal import Journal, RunEntry, RunStage, SQLiteJournal
 from asyncsdk._limits import GenerationLimit
 from asyncsdk._masks import REMOVE_BLUE, check_mask, convert_white_mask, mask_from_shapes
 from asyncsdk._models import (
@@ -126,6 +129,9 @@ __all__ = [
     "GenerationLimit",
     "InactiveError",
     "InputError",
+    "Journal",
+    "JournalError",
+    "KeyReusedError",
     "MaskError",
     "MaskReport",
     "MissingWidgetError",
@@ -147,6 +153,9 @@ __all__ = [
     "ResultTooLargeError",
     "ResultWaiter",
     "RetryPolicy",
+    "RunEntry",
+    "RunStage",
+    "SQLiteJournal",
     "SelectionError",
     "ServerError",
     "Timeout",

@@ -16,6 +16,11 @@ PUBLIC = {
     "RetryPolicy",
     "GenerationLimit",
     "ResultWaiter",
+    # keyed runs and their journal
+    "Journal",
+    "RunEntry",
+    "RunStage",
+    "SQLiteJournal",
     # observability
     "ClientTelemetry",
     "PROCESS_ID_ATTRIBUTE",
@@ -66,6 +71,8 @@ PUBLIC = {
     "ProcessFailedError",
     "ResultTooLargeError",
     "WaitTimeoutError",
+    "KeyReusedError",
+    "JournalError",
     # the catalogue: checked process requests
     "Catalogue",
     "CatalogueCache",

@@ -1,0 +1,7 @@
+"""Durable journals of keyed runs: the protocol (``contract``) and its SQLite and PostgreSQL
+implementations."""
+
+from asyncsdk._journal.contract import Claim, Journal, RunEntry, RunStage, lapsed, new_owner
+from asyncsdk._journal.sqlite import SQLiteJournal
+
+__all__ = ["Claim", "Journal", "RunEntry", "RunStage", "SQLiteJournal", "lapsed", "new_owner"]
