@@ -86,10 +86,10 @@ async def run_arguments(
         )
     ]
     # One spelling of the widgets: in slug order, each one's items sorted.
-    widgets = sorted(
-        ({"slug": w.slug, "item_slugs": sorted(w.item_slugs)} for w in prepared.widgets),
-        key=lambda widget: widget["slug"],
-    )
+    widgets = [
+        {"slug": w.slug, "item_slugs": sorted(w.item_slugs)}
+        for w in sorted(prepared.widgets, key=lambda w: w.slug)
+    ]
     return _canonical(
         {
             "run": kind,

@@ -21,6 +21,7 @@ PUBLIC = {
     "RunEntry",
     "RunStage",
     "SQLiteJournal",
+    "PostgresJournal",
     # observability
     "ClientTelemetry",
     "PROCESS_ID_ATTRIBUTE",

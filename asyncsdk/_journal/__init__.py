@@ -2,6 +2,16 @@
 implementations."""
 
 from asyncsdk._journal.contract import Claim, Journal, RunEntry, RunStage, lapsed, new_owner
+from asyncsdk._journal.postgres import PostgresJournal
 from asyncsdk._journal.sqlite import SQLiteJournal
 
-__all__ = ["Claim", "Journal", "RunEntry", "RunStage", "SQLiteJournal", "lapsed", "new_owner"]
+__all__ = [
+    "Claim",
+    "Journal",
+    "PostgresJournal",
+    "RunEntry",
+    "RunStage",
+    "SQLiteJournal",
+    "lapsed",
+    "new_owner",
+]

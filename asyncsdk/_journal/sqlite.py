@@ -46,7 +46,7 @@ _COLUMNS: Final = (
     "key, digest, arguments, stage, order_id, request, process_ids, result, owner, "
     "lease_until, updated_at"
 )
-_SELECT: Final = f"SELECT {_COLUMNS} FROM asyncsdk_runs"  # noqa: S608  # no value is formatted in
+_SELECT: Final = f"SELECT {_COLUMNS} FROM asyncsdk_runs"
 
 
 def _entry(row: tuple[Any, ...]) -> RunEntry:
@@ -180,7 +180,7 @@ class SQLiteJournal:
             now = time.time()
             columns = ", ".join(f"{name} = ?" for name in changes)
             cursor = db.execute(
-                f"UPDATE asyncsdk_runs SET {columns}, lease_until = ?, updated_at = ? "  # noqa: S608  # column names of ours
+                f"UPDATE asyncsdk_runs SET {columns}, lease_until = ?, updated_at = ? "
                 "WHERE key = ? AND owner = ?",
                 (*changes.values(), now + lease, now, key, owner),
             )
