@@ -359,9 +359,9 @@ class Client:
         ``"listing-42/kitchen"``.  A key is created at most once, ever: called again (in this
         process, after a restart, on another node sharing the journal) it returns the recorded
         process, waits for the run another caller carries on, or carries on a run left behind
-        from its last recorded step (see :doc:`restarts`).  The same key with other arguments
-        raises :class:`~asyncsdk.KeyReusedError`.  The images must then be paths or bytes (their
-        digest is recorded).
+        from its last recorded step (the guide "Surviving restarts").  The same key with other
+        arguments raises :class:`~asyncsdk.KeyReusedError`.  The images must then be paths or
+        bytes (their digest is recorded).
         """
         with self._transport.telemetry.run(tool) as span:
             process = await self._flows.run(

@@ -2,7 +2,8 @@
 
 ``python -m tests.reliability.keyed_child BASE_URL JOURNAL KEY...``: one keyed staging run of the
 bedroom sample per key, all at once, on ``JOURNAL`` (``sqlite:PATH`` or ``postgres:SCHEMA``, the
-DSN in ``ASYNCSDK_TEST_POSTGRES_DSN``); the API key in ``ASYNCSDK_API_KEY``.  Prints one JSON
+DSN in ``ASYNCSDK_TEST_POSTGRES_DSN``); the API key in ``ASYNCSDK_API_KEY``; the journal's lease in
+``KEYED_CHILD_LEASE`` (seconds, default 60).  Prints one JSON
 object, each key's process id and status, and exits 0.
 """
 
@@ -21,10 +22,11 @@ STAGING = {"space": "bedroom", "style": "modern"}
 
 async def open_journal(spec: str) -> Journal:
     kind, _, where = spec.partition(":")
+    lease = float(os.environ.get("KEYED_CHILD_LEASE", "60"))
     if kind == "sqlite":
-        return SQLiteJournal(where, lease=60)
+        return SQLiteJournal(where, lease=lease)
     dsn = os.environ["ASYNCSDK_TEST_POSTGRES_DSN"]
-    return await PostgresJournal.connect(dsn, schema=where, lease=60)
+    return await PostgresJournal.connect(dsn, schema=where, lease=lease)
 
 
 async def main(base_url: str, journal_spec: str, keys: list[str]) -> None:

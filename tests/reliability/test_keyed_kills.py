@@ -37,8 +37,10 @@ KEYS = ["listing-1/bedroom", "listing-2/bedroom", "listing-3/bedroom"]
 HELD = 30.0  # seconds a chaos rule holds a request: far longer than any test waits
 
 
-async def start_child(sb: Sandbox, journal: str, keys: list[str]) -> asyncio.subprocess.Process:
-    env = {**os.environ, "ASYNCSDK_API_KEY": sb.api_key}
+async def start_child(
+    sb: Sandbox, journal: str, keys: list[str], *, lease: float = 60.0
+) -> asyncio.subprocess.Process:
+    env = {**os.environ, "ASYNCSDK_API_KEY": sb.api_key, "KEYED_CHILD_LEASE": str(lease)}
     env.pop("ASYNCSDK_BASE_URL", None)
     return await asyncio.create_subprocess_exec(
         sys.executable,
@@ -191,6 +193,27 @@ async def test_two_processes_on_one_journal_create_each_key_once_when_one_is_kil
     assert set(answer) == set(KEYS)
     assert all(status == ProcessStatus.DONE for _, status in answer.values())
     assert len({pid for pid, _ in answer.values()}) == len(KEYS)
+
+
+async def test_a_frozen_process_loses_its_runs_when_its_lease_passes_and_never_finishes_them(
+    journal: tuple[str, Journal],
+) -> None:
+    # Frozen, not killed: its process is still there, so only the lease tells it stopped.
+    spec, watcher = journal
+    async with Sandbox(SandboxConfig(processing_delay=3.0)) as sb:
+        frozen = await start_child(sb, spec, KEYS, lease=1.0)
+        await until(stages_are(watcher, RunStage.CREATED), "created, waiting")
+        frozen.send_signal(signal.SIGSTOP)
+        try:
+            answer = await finished(await start_child(sb, spec, KEYS, lease=1.0))
+        finally:
+            frozen.send_signal(signal.SIGCONT)
+        _, err = await asyncio.wait_for(frozen.communicate(), 60)
+        assert sb.stats.processes_created == len(KEYS)
+    assert all(status == ProcessStatus.DONE for _, status in answer.values())
+    assert frozen.returncode == 1
+    assert "JournalError" in err.decode()
+    assert "was taken over by another caller" in err.decode()
 
 
 async def test_a_key_reused_with_another_photo_in_a_new_process_raises_and_creates_nothing(
