@@ -64,7 +64,14 @@ from asyncsdk._errors import (
     ValidationError,
     WaitTimeoutError,
 )
-from asyncsdk._journal import Journal, PostgresJournal, RunEntry, RunStage, SQLiteJournal
+from asyncsdk._journal import (
+    Journal,
+    PostgresJournal,
+    RedisJournal,
+    RunEntry,
+    RunStage,
+    SQLiteJournal,
+)
 from asyncsdk._limits import GenerationLimit
 from asyncsdk._masks import REMOVE_BLUE, check_mask, convert_white_mask, mask_from_shapes
 from asyncsdk._models import (
@@ -150,6 +157,7 @@ __all__ = [
     "ProcessStatus",
     "Project",
     "RateLimitError",
+    "RedisJournal",
     "ResultAsset",
     "ResultTooLargeError",
     "ResultWaiter",

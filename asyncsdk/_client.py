@@ -118,7 +118,8 @@ class Client:
     ``journal``: where keyed runs (``run(..., key=...)``) record their steps, so that a key is
     created at most once across crashes and restarts: a path (``journal="runs.sqlite3"``, an
     :class:`~asyncsdk.SQLiteJournal` the client opens and closes) or a journal object of your own
-    (a :class:`~asyncsdk.PostgresJournal` shared by several nodes), never closed by the client.
+    (a :class:`~asyncsdk.PostgresJournal` or :class:`~asyncsdk.RedisJournal` shared by several
+    nodes), never closed by the client.
     ``client.journal`` is it (``None`` without one); see :meth:`resume`.
     """
 

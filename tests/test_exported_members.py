@@ -22,6 +22,7 @@ PUBLIC = {
     "RunStage",
     "SQLiteJournal",
     "PostgresJournal",
+    "RedisJournal",
     # observability
     "ClientTelemetry",
     "PROCESS_ID_ATTRIBUTE",

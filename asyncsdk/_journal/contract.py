@@ -121,7 +121,7 @@ class Journal(Protocol):
 
     ``lease``: the seconds an owner holds a run without renewing it.  Every write is durable
     when the call returns.  :class:`~asyncsdk.SQLiteJournal` serves the processes of one host;
-    :class:`~asyncsdk.PostgresJournal` several nodes.
+    :class:`~asyncsdk.PostgresJournal` and :class:`~asyncsdk.RedisJournal` several nodes.
     """
 
     lease: float

@@ -1,8 +1,9 @@
 """A child process running keyed runs, which the kill tests SIGKILL and start again.
 
 ``python -m tests.reliability.keyed_child BASE_URL JOURNAL KEY...``: one keyed staging run of the
-bedroom sample per key, all at once, on ``JOURNAL`` (``sqlite:PATH`` or ``postgres:SCHEMA``, the
-DSN in ``ASYNCSDK_TEST_POSTGRES_DSN``); the API key in ``ASYNCSDK_API_KEY``; the journal's lease in
+bedroom sample per key, all at once, on ``JOURNAL`` (``sqlite:PATH``, ``postgres:SCHEMA`` with the
+DSN in ``ASYNCSDK_TEST_POSTGRES_DSN``, or ``redis:PREFIX`` with the URL in
+``ASYNCSDK_TEST_REDIS_URL``); the API key in ``ASYNCSDK_API_KEY``; the journal's lease in
 ``KEYED_CHILD_LEASE`` (seconds, default 60).  Prints one JSON
 object, each key's process id and status, and exits 0.
 """
@@ -14,7 +15,14 @@ import json
 import os
 import sys
 
-from asyncsdk import Client, GenerationLimit, Journal, PostgresJournal, SQLiteJournal
+from asyncsdk import (
+    Client,
+    GenerationLimit,
+    Journal,
+    PostgresJournal,
+    RedisJournal,
+    SQLiteJournal,
+)
 from asyncsdk.samples import path as sample
 
 STAGING = {"space": "bedroom", "style": "modern"}
@@ -25,6 +33,10 @@ async def open_journal(spec: str) -> Journal:
     lease = float(os.environ.get("KEYED_CHILD_LEASE", "60"))
     if kind == "sqlite":
         return SQLiteJournal(where, lease=lease)
+    if kind == "redis":
+        return RedisJournal.connect(
+            os.environ["ASYNCSDK_TEST_REDIS_URL"], prefix=where, lease=lease
+        )
     dsn = os.environ["ASYNCSDK_TEST_POSTGRES_DSN"]
     return await PostgresJournal.connect(dsn, schema=where, lease=lease)
 

@@ -24,6 +24,7 @@ from asyncsdk import (
     KeyReusedError,
     PostgresJournal,
     ProcessStatus,
+    RedisJournal,
     RunStage,
     SQLiteJournal,
 )
@@ -93,12 +94,22 @@ def sandbox_shows(sb: Sandbox, counter: str) -> Callable[[], Awaitable[bool]]:
     return check
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(
+    params=[
+        "sqlite",
+        pytest.param("postgres", marks=pytest.mark.postgres),
+        pytest.param("redis", marks=pytest.mark.redis),
+    ]
+)
 def journal_spec(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """The journal the children share: ``sqlite:PATH`` or ``postgres:SCHEMA``."""
+    """The journal the children share: ``sqlite:PATH``, ``postgres:SCHEMA`` or
+    ``redis:PREFIX``."""
     if request.param == "sqlite":
         return f"sqlite:{tmp_path / 'runs.sqlite3'}"
     monkeypatch: pytest.MonkeyPatch = request.getfixturevalue("monkeypatch")
+    if request.param == "redis":
+        monkeypatch.setenv("ASYNCSDK_TEST_REDIS_URL", request.getfixturevalue("redis_url"))
+        return f"redis:{request.getfixturevalue('redis_prefix')}"
     monkeypatch.setenv("ASYNCSDK_TEST_POSTGRES_DSN", request.getfixturevalue("postgres_dsn"))
     return f"postgres:{request.getfixturevalue('postgres_schema')}"
 
@@ -110,6 +121,8 @@ async def journal(journal_spec: str) -> AsyncIterator[tuple[str, Journal]]:
     watcher: Journal
     if kind == "sqlite":
         watcher = SQLiteJournal(where)
+    elif kind == "redis":
+        watcher = RedisJournal.connect(os.environ["ASYNCSDK_TEST_REDIS_URL"], prefix=where)
     else:
         dsn = os.environ["ASYNCSDK_TEST_POSTGRES_DSN"]
         watcher = await PostgresJournal.connect(dsn, schema=where)

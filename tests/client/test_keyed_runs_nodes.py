@@ -1,29 +1,60 @@
-"""Keyed runs on a PostgreSQL journal: two nodes sharing one table create each key once."""
+"""Keyed runs on a shared journal: two nodes on one PostgreSQL table, or on one Redis prefix,
+create each key once."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 import pytest
 
-from asyncsdk import KeyReusedError, PostgresJournal, ProcessStatus, RunStage, ToolSlug
+from asyncsdk import (
+    Journal,
+    KeyReusedError,
+    PostgresJournal,
+    ProcessStatus,
+    RedisJournal,
+    RunStage,
+    ToolSlug,
+)
 from asyncsdk.samples import path as sample
 from asyncsdk.sandbox import Sandbox
-
-pytestmark = pytest.mark.postgres
 
 STAGING = {"space": "bedroom", "style": "modern"}
 ROOM = sample("bedroom-empty.jpg")
 KITCHEN = sample("kitchen.jpg")
 
 
-async def test_two_nodes_on_one_table_create_each_key_once(
-    sandbox: Sandbox, postgres_dsn: str, postgres_schema: str
+@pytest.fixture(
+    params=[
+        pytest.param("postgres", marks=pytest.mark.postgres),
+        pytest.param("redis", marks=pytest.mark.redis),
+    ]
+)
+def open_node(request: pytest.FixtureRequest) -> Callable[[], Awaitable[Journal]]:
+    """Opens the journal of one more node: all on one PostgreSQL schema, or one Redis prefix."""
+    if request.param == "postgres":
+        dsn = request.getfixturevalue("postgres_dsn")
+        schema = request.getfixturevalue("postgres_schema")
+
+        async def postgres() -> Journal:
+            return await PostgresJournal.connect(dsn, schema=schema)
+
+        return postgres
+    url = request.getfixturevalue("redis_url")
+    prefix = request.getfixturevalue("redis_prefix")
+
+    async def redis() -> Journal:
+        return RedisJournal.connect(url, prefix=prefix)
+
+    return redis
+
+
+async def test_two_nodes_on_one_journal_create_each_key_once(
+    sandbox: Sandbox, open_node: Callable[[], Awaitable[Journal]]
 ) -> None:
     sandbox.config.processing_delay = 0.3
-    journals = [
-        await PostgresJournal.connect(postgres_dsn, schema=postgres_schema) for _ in range(2)
-    ]
+    journals = [await open_node() for _ in range(2)]
     keys = [f"listing-{n}/bedroom" for n in range(3)]
     try:
         async with (
