@@ -72,6 +72,21 @@ async def test_other_spellings_of_the_same_widgets_are_the_same_run(
     assert sandbox.stats.processes_created == 1
 
 
+async def test_a_failed_process_is_the_result_of_its_key(
+    sandbox: Sandbox, journal_path: Path
+) -> None:
+    sandbox.config.fail_tools = frozenset({ToolSlug.VIRTUAL_STAGING})
+    async with sandbox.client(journal=journal_path) as client:
+        failed = await client.run(ToolSlug.VIRTUAL_STAGING, ROOM, widgets=STAGING, key="k")
+        sandbox.config.fail_tools = frozenset()
+        again = await client.run(ToolSlug.VIRTUAL_STAGING, ROOM, widgets=STAGING, key="k")
+        retried = await client.run(ToolSlug.VIRTUAL_STAGING, ROOM, widgets=STAGING, key="k/2")
+    assert failed.status == ProcessStatus.FAILED
+    assert again == failed
+    assert retried.status == ProcessStatus.DONE
+    assert sandbox.stats.processes_created == 2
+
+
 async def test_a_key_given_again_with_other_arguments_raises_and_creates_nothing(
     sandbox: Sandbox, journal_path: Path
 ) -> None:
