@@ -29,6 +29,7 @@ from asyncsdk._errors import (
     APIConnectionError,
     APIDecodeError,
     ConfigurationError,
+    JournalError,
     KeyReusedError,
     ServerError,
     ValidationError,
@@ -238,14 +239,17 @@ class KeyedRuns:
             renewing.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewing
-            await self.journal.release(key, owner)
+            # A journal out of reach now must not hide how the run ended: the lease lapses.
+            with contextlib.suppress(JournalError):
+                await self.journal.release(key, owner)
 
     async def _renewing(self, key: str, owner: str) -> None:
         """Renew the lease every third of it, until the journal says it is held no more."""
         held = True
         while held:
             await asyncio.sleep(self.journal.lease / 3)
-            held = await self.journal.renew(key, owner)
+            with contextlib.suppress(JournalError):  # out of reach for now: try again later
+                held = await self.journal.renew(key, owner)
 
     def _result(self, entry: RunEntry) -> Process:
         return self.converter.structure(json.loads(entry.result), Process)

@@ -9,15 +9,23 @@ wait for it, or take the run over once the lease has lapsed or its owner's proce
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import time
 import uuid
-from typing import Final, Protocol
+from collections.abc import Awaitable, Callable
+from typing import Concatenate, Final, ParamSpec, Protocol, TypeVar
 
 import attrs
 
-__all__ = ["Claim", "Journal", "RunEntry", "RunStage", "lapsed", "new_owner"]
+from asyncsdk._errors import JournalError
+
+__all__ = ["Claim", "Journal", "RunEntry", "RunStage", "lapsed", "new_owner", "translated"]
+
+S = TypeVar("S")
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class RunStage:
@@ -114,6 +122,29 @@ def lapsed(entry: RunEntry, now: float | None = None) -> bool:
     if entry.lease_until <= (time.time() if now is None else now):
         return True
     return _process_gone(entry.owner)
+
+
+def translated(
+    errors: Callable[[], tuple[type[BaseException], ...]],
+) -> Callable[
+    [Callable[Concatenate[S, P], Awaitable[T]]], Callable[Concatenate[S, P], Awaitable[T]]
+]:
+    """A journal method whose store's failures (``errors()``: its driver's error classes) raise
+    :class:`~asyncsdk.JournalError`, from the store's own error."""
+
+    def wrap(
+        method: Callable[Concatenate[S, P], Awaitable[T]],
+    ) -> Callable[Concatenate[S, P], Awaitable[T]]:
+        @functools.wraps(method)
+        async def call(journal: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
+            try:
+                return await method(journal, *args, **kwargs)
+            except errors() as exc:
+                raise JournalError(f"the journal {journal!r} could not be used: {exc!r}") from exc
+
+        return call
+
+    return wrap
 
 
 class Journal(Protocol):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from asyncsdk._errors import ConfigurationError, JournalError
-from asyncsdk._journal.contract import Claim, RunEntry, RunStage, lapsed
+from asyncsdk._journal.contract import Claim, RunEntry, RunStage, lapsed, translated
 
 if TYPE_CHECKING:
     import asyncpg
@@ -30,6 +30,12 @@ _COLUMNS: Final = (
     "key, digest, arguments, stage, order_id, request, process_ids, result, owner, "
     "lease_until, updated_at"
 )
+
+
+def _store_errors() -> tuple[type[BaseException], ...]:
+    """asyncpg's errors, and the network's (asyncpg is loaded: the journal has a pool)."""
+    asyncpg = importlib.import_module("asyncpg")
+    return (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError)
 
 
 def _entry(row: Any) -> RunEntry:
@@ -96,7 +102,10 @@ class PostgresJournal:
             raise ConfigurationError(
                 "dsn must be a postgresql:// URL such as 'postgresql://app@127.0.0.1:5432/app'"
             )
-        pool = await asyncpg.create_pool(dsn, min_size=1, max_size=8, timeout=10.0)
+        try:
+            pool = await asyncpg.create_pool(dsn, min_size=1, max_size=8, timeout=10.0)
+        except _store_errors() as exc:
+            raise JournalError(f"the PostgreSQL journal could not connect: {exc!r}") from exc
         journal = cls(pool, schema=schema, lease=lease)
         try:
             async with pool.acquire() as conn, conn.transaction():
@@ -124,6 +133,7 @@ class PostgresJournal:
         if self._closed:
             raise ConfigurationError("the journal is closed; connect a new one")
 
+    @translated(_store_errors)
     async def claim(self, key: str, digest: str, arguments: str, owner: str) -> Claim:
         self._check_open()
         now = time.time()
@@ -157,6 +167,7 @@ class PostgresJournal:
             )
             return Claim(attrs.evolve(entry, owner=owner, lease_until=until), owned=True)
 
+    @translated(_store_errors)
     async def advance(
         self,
         key: str,
@@ -194,6 +205,7 @@ class PostgresJournal:
                 f"stopped longer than the journal's lease ({self.lease:g} s): it goes on there"
             )
 
+    @translated(_store_errors)
     async def renew(self, key: str, owner: str) -> bool:
         self._check_open()
         status = await self._pool.execute(
@@ -204,6 +216,7 @@ class PostgresJournal:
         )
         return bool(status == "UPDATE 1")
 
+    @translated(_store_errors)
     async def release(self, key: str, owner: str) -> None:
         self._check_open()
         await self._pool.execute(
@@ -212,11 +225,13 @@ class PostgresJournal:
             owner,
         )
 
+    @translated(_store_errors)
     async def get(self, key: str) -> RunEntry | None:
         self._check_open()
         row = await self._pool.fetchrow(f"SELECT {_COLUMNS} FROM {self._table} WHERE key = $1", key)
         return None if row is None else _entry(row)
 
+    @translated(_store_errors)
     async def unfinished(self) -> list[RunEntry]:
         self._check_open()
         rows = await self._pool.fetch(

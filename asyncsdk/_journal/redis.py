@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from asyncsdk._errors import ConfigurationError, JournalError
-from asyncsdk._journal.contract import Claim, RunEntry, RunStage, lapsed
+from asyncsdk._journal.contract import Claim, RunEntry, RunStage, lapsed, translated
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -50,6 +50,12 @@ redis.call('HSET', KEYS[1], unpack(ARGV, 4))
 if ARGV[3] == '1' then redis.call('ZREM', KEYS[2], ARGV[2]) end
 return 1
 """
+
+
+def _store_errors() -> tuple[type[BaseException], ...]:
+    """redis-py's errors, and the network's (redis-py is loaded: the journal has a client)."""
+    exceptions = importlib.import_module("redis.exceptions")
+    return (exceptions.RedisError, OSError, TimeoutError)
 
 
 def _text(value: object) -> str:
@@ -141,6 +147,7 @@ class RedisJournal:
         if self._closed:
             raise ConfigurationError("the journal is closed; connect a new one")
 
+    @translated(_store_errors)
     async def claim(self, key: str, digest: str, arguments: str, owner: str) -> Claim:
         self._check_open()
         now = time.time()
@@ -162,6 +169,7 @@ class RedisJournal:
             return Claim(taken, owned=True)
         return Claim(entry, owned=False)  # another caller took it between the read and now
 
+    @translated(_store_errors)
     async def advance(
         self,
         key: str,
@@ -197,17 +205,20 @@ class RedisJournal:
                 f"stopped longer than the journal's lease ({self.lease:g} s): it goes on there"
             )
 
+    @translated(_store_errors)
     async def renew(self, key: str, owner: str) -> bool:
         self._check_open()
         until = repr(time.time() + self.lease)
         keys = [self._run_key(key), self._unfinished_key]
         return bool(await self._advance(keys=keys, args=[owner, key, "0", "lease_until", until]))
 
+    @translated(_store_errors)
     async def release(self, key: str, owner: str) -> None:
         self._check_open()
         keys = [self._run_key(key), self._unfinished_key]
         await self._advance(keys=keys, args=[owner, key, "0", "owner", "", "lease_until", "0"])
 
+    @translated(_store_errors)
     async def get(self, key: str) -> RunEntry | None:
         self._check_open()
         raw = await self._hgetall(self._run_key(key))
@@ -217,6 +228,7 @@ class RedisJournal:
         fields: Mapping[Any, Any] = await self._redis.hgetall(name)
         return fields
 
+    @translated(_store_errors)
     async def unfinished(self) -> list[RunEntry]:
         self._check_open()
         keys = await self._redis.zrange(self._unfinished_key, 0, -1)

@@ -95,7 +95,7 @@ class SQLiteJournal:
     def _call(self, op: Callable[[sqlite3.Connection], T]) -> T:
         try:
             return op(self._connection())
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OSError) as exc:
             raise JournalError(f"the journal {self.path} could not be used: {exc}") from exc
 
     def _connection(self) -> sqlite3.Connection:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import socket
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,10 @@ import pytest
 from asyncsdk import (
     BadRequestError,
     ConfigurationError,
+    JournalError,
     KeyReusedError,
     ProcessStatus,
+    RedisJournal,
     RunStage,
     SQLiteJournal,
     ToolSlug,
@@ -206,6 +209,33 @@ async def test_a_keyed_mask_removal_is_created_once(sandbox: Sandbox, journal_pa
     assert first.status == ProcessStatus.DONE
     assert again == first
     assert sandbox.stats.processes_created == 1
+
+
+async def test_a_journal_that_cannot_be_used_raises_before_anything_is_uploaded(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    (tmp_path / "a-file").write_text("not a folder\n")
+    async with sandbox.client(journal=tmp_path / "a-file" / "runs.sqlite3") as client:
+        with pytest.raises(JournalError, match="could not be used"):
+            await client.run(ToolSlug.VIRTUAL_STAGING, ROOM, widgets=STAGING, key="k")
+    assert sandbox.stats.orders_created == 0
+
+
+@pytest.mark.redis
+async def test_a_redis_journal_out_of_reach_raises_before_anything_is_uploaded(
+    sandbox: Sandbox, redis_url: str
+) -> None:
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    journal = RedisJournal.connect(f"redis://127.0.0.1:{port}/0")
+    try:
+        async with sandbox.client(journal=journal) as client:
+            with pytest.raises(JournalError, match="could not be used"):
+                await client.run(ToolSlug.VIRTUAL_STAGING, ROOM, widgets=STAGING, key="k")
+    finally:
+        await journal.close()
+    assert sandbox.stats.orders_created == 0
 
 
 async def test_a_journal_object_is_shared_and_left_open_by_the_client(
