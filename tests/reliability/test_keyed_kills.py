@@ -10,8 +10,10 @@ replays every key and creates nothing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import random
 import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -190,6 +192,26 @@ async def test_killed_while_waiting_and_restarted_waits_for_the_same_processes(
     assert {key: (pid,) for key, (pid, _) in answer.items()} == recorded
     assert all(status == ProcessStatus.DONE for _, status in answer.values())
     assert replayed == answer
+
+
+async def test_killed_at_random_moments_n_keys_still_create_n_processes(
+    journal: tuple[str, Journal],
+) -> None:
+    spec, watcher = journal
+    moments = random.Random(35)
+    async with Sandbox(SandboxConfig(processing_delay=0.5)) as sb:
+        for _ in range(4):
+            child = await start_child(sb, spec, KEYS)
+            await asyncio.sleep(moments.uniform(0.05, 1.5))
+            with contextlib.suppress(ProcessLookupError):  # it may have finished: that is fine
+                child.send_signal(signal.SIGKILL)
+            await child.communicate()
+        answer = await finished(await start_child(sb, spec, KEYS))
+        replayed = await finished(await start_child(sb, spec, KEYS))
+        assert sb.stats.processes_created == len(KEYS)
+    assert all(status == ProcessStatus.DONE for _, status in answer.values())
+    assert replayed == answer
+    assert await watcher.unfinished() == []
 
 
 async def test_two_processes_on_one_journal_create_each_key_once_when_one_is_killed(
