@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
 import socket
 from pathlib import Path
 
@@ -53,6 +54,7 @@ async def test_a_key_run_again_returns_the_first_process_and_creates_none(
     assert later == first
     assert sandbox.stats.processes_created == 1
     assert sandbox.stats.orders_created == 1
+    assert os.stat(journal_path).st_mode & 0o777 == 0o600  # it names the account's orders
 
 
 async def test_other_spellings_of_the_same_widgets_are_the_same_run(
