@@ -13,6 +13,7 @@ paid process.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Literal, Self
@@ -33,6 +34,8 @@ from asyncsdk._downloads import (
 )
 from asyncsdk._errors import ConfigurationError
 from asyncsdk._flows import Flows
+from asyncsdk._journal import Journal, RunEntry, SQLiteJournal
+from asyncsdk._keyed import KeyedRuns
 from asyncsdk._limits import GenerationLimit, client_generation_limit
 from asyncsdk._masks import ImageSource, Point, Rectangle
 from asyncsdk._models import CreatedProcesses, Process, ResultAsset
@@ -45,6 +48,22 @@ from asyncsdk._transport import Transport
 from asyncsdk._uploads import MAX_UPLOAD_BYTES, Upload, UploadSource
 
 __all__ = ["Client"]
+
+
+def _client_journal(
+    journal: Journal | str | os.PathLike[str] | None,
+) -> tuple[Journal | None, bool]:
+    """The client's journal, and whether the client opened it (and so closes it)."""
+    if journal is None:
+        return None, False
+    if isinstance(journal, str | os.PathLike):
+        if not str(journal).strip():
+            raise ConfigurationError(
+                "journal= must be the path of a file, e.g. journal='runs.sqlite3', or a journal "
+                "object"
+            )
+        return SQLiteJournal(journal), True
+    return journal, False
 
 
 class Client:
@@ -95,6 +114,13 @@ class Client:
 
     ``telemetry``: a :class:`~asyncsdk.ClientTelemetry` for Prometheus metrics and OpenTelemetry
     spans of every request (none by default).
+
+    ``journal``: where keyed runs (``run(..., key=...)``) record their steps, so that a key is
+    created at most once across crashes and restarts: a path (``journal="runs.sqlite3"``, an
+    :class:`~asyncsdk.SQLiteJournal` the client opens and closes) or a journal object of your own
+    (a :class:`~asyncsdk.PostgresJournal` or :class:`~asyncsdk.RedisJournal` shared by several
+    nodes), never closed by the client.
+    ``client.journal`` is it (``None`` without one); see :meth:`resume`.
     """
 
     settings: ClientSettings
@@ -135,6 +161,7 @@ class Client:
         catalogue_ttl: float = 300.0,
         max_upload_bytes: int = MAX_UPLOAD_BYTES,
         telemetry: ClientTelemetry | None = None,
+        journal: Journal | str | os.PathLike[str] | None = None,
     ) -> None:
         # Mask the key before anything can raise: a traceback rendered with the locals of each
         # frame (capture_locals, error trackers) would otherwise show it, and os.environ too.
@@ -178,6 +205,7 @@ class Client:
             min_poll_interval=self.settings.min_poll_interval,
         )
         self.generation_limit = generation_limit
+        self.journal, self._own_journal = _client_journal(journal)
         self._assemble(self.settings, None)
 
     def _assemble(self, settings: ClientSettings, catalogue: CatalogueCache | None) -> None:
@@ -205,7 +233,10 @@ class Client:
             core, orders=self.orders, catalogue=self.catalogue, validate=settings.validate
         )
         self.v1 = V1(core)
-        self._flows = Flows(self.processes, self.orders, core.generations)
+        keyed = None
+        if self.journal is not None:
+            keyed = KeyedRuns(self.journal, self.processes, self.orders, core.converter)
+        self._flows = Flows(self.processes, self.orders, core.generations, keyed)
 
     def with_options(
         self, *, timeout: Timeout | float | None = None, max_retries: int | None = None
@@ -230,6 +261,7 @@ class Client:
         copy = Client.__new__(Client)
         copy._transport = self._transport
         copy.generation_limit = self.generation_limit
+        copy.journal, copy._own_journal = self.journal, self._own_journal
         copy._assemble(settings, self.catalogue)
         return copy
 
@@ -249,8 +281,11 @@ class Client:
         return self._transport.closed
 
     async def close(self) -> None:
-        """Close the client's own session (never one passed in).  Safe to call twice."""
+        """Close the client's own session (never one passed in), and the journal it opened from
+        a path (never a journal object passed in).  Safe to call twice."""
         await self._transport.close()
+        if self._own_journal and self.journal is not None:
+            await self.journal.close()
 
     def __enter__(self) -> None:
         raise ConfigurationError(
@@ -321,6 +356,7 @@ class Client:
         registry: ResultWaiter | None = None,
         webhook_grace: float | None = None,
         validate: bool | None = None,
+        key: str | None = None,
     ) -> Process:
         """Upload ``images`` as an order, run ``tool`` on them and wait for the result.
 
@@ -338,6 +374,14 @@ class Client:
         not counted in ``timeout``).  A failed process is
         returned with status ``failed``; it is not raised.  When one request creates several
         processes, the first is the one waited for.
+
+        ``key`` (with the client's ``journal``): the run's idempotency key, e.g.
+        ``"listing-42/kitchen"``.  A key is created at most once, ever: called again (in this
+        process, after a restart, on another node sharing the journal) it returns the recorded
+        process, waits for the run another caller carries on, or carries on a run left behind
+        from its last recorded step (the guide "Surviving restarts").  The same key with other
+        arguments raises :class:`~asyncsdk.KeyReusedError`.  The images must then be paths or
+        bytes (their digest is recorded).
         """
         with self._transport.telemetry.run(tool) as span:
             process = await self._flows.run(
@@ -350,6 +394,7 @@ class Client:
                 registry=registry,
                 webhook_grace=webhook_grace,
                 validate=validate,
+                key=key,
             )
             span.completed(process.id, process.status)
         return process
@@ -369,6 +414,7 @@ class Client:
         timeout: float = 600.0,
         registry: ResultWaiter | None = None,
         webhook_grace: float | None = None,
+        key: str | None = None,
     ) -> Process:
         """Remove the items a mask marks from a photo, in one call (``tool-item-removal-mask``).
 
@@ -402,6 +448,8 @@ class Client:
         ``timeout``, ``registry`` and ``webhook_grace`` are passed to
         :meth:`~asyncsdk.Processes.wait`, which says what each does.  A failed process is
         returned with status ``failed``.
+        ``key``: the run's idempotency key, as for :meth:`run` (the photo and the mask are both
+        recorded by digest).
         """
         return await self._flows.run_mask_removal(
             image,
@@ -416,4 +464,37 @@ class Client:
             timeout=timeout,
             registry=registry,
             webhook_grace=webhook_grace,
+            key=key,
+        )
+
+    async def resume(
+        self,
+        run: RunEntry | str,
+        *,
+        timeout: float = 600.0,
+        registry: ResultWaiter | None = None,
+        webhook_grace: float | None = None,
+    ) -> Process:
+        """Carry on a keyed run a stopped process left unfinished, from its last recorded step,
+        and return its process.  ``run``: an entry of ``client.journal.unfinished()`` or its key.
+
+        ::
+
+            for run in await client.journal.unfinished():
+                if run.resumable:
+                    process = await client.resume(run)
+
+        The photos are not needed: a run is resumable once they were uploaded.  A run still at
+        ``intent`` paid for nothing; :class:`~asyncsdk.ConfigurationError` says to call
+        :meth:`run` again with its key and its photos.  A run another caller is carrying on is
+        waited for.  ``timeout``, ``registry`` and ``webhook_grace`` are those of :meth:`run`.
+        """
+        keyed = self._flows.keyed
+        if keyed is None:
+            raise ConfigurationError(
+                "resume() needs the journal the runs were recorded in: create the client with "
+                "Client(journal='runs.sqlite3') (or the PostgresJournal they share)"
+            )
+        return await keyed.resume(
+            run, timeout=timeout, registry=registry, webhook_grace=webhook_grace
         )

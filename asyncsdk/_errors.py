@@ -8,6 +8,7 @@
     │   ├── UploadError                a file to upload breaks a rule (format, size, role)
     │   ├── MaskError                  a mask breaks the blue/black convention or misfits its photo
     │   ├── V1MappingError             a V1 name or id has no known V3 counterpart
+    │   ├── KeyReusedError             a run's key given again with other arguments
     │   └── CatalogueError             a process request does not fit the tool catalogue
     │       ├── UnknownToolError           the tool is not in the catalogue
     │       ├── InactiveError              a tool, widget or item that is switched off
@@ -29,6 +30,7 @@
     │   │   └── APITimeoutError        ... because a connect or total timeout passed
     │   ├── APIDecodeError             a 2xx body that matches no model (an HTML page from a proxy)
     │   └── ResultTooLargeError        a result download passed its ``max_bytes``
+    ├── JournalError                   the journal of runs failed, or a run was taken over
     ├── ProcessFailedError             a process ended with status ``failed`` (only where asked for)
     └── WaitTimeoutError               waiting for a process passed its deadline
 
@@ -57,6 +59,8 @@ __all__ = [
     "ConfigurationError",
     "InactiveError",
     "InputError",
+    "JournalError",
+    "KeyReusedError",
     "MaskError",
     "MissingWidgetError",
     "NotFoundError",
@@ -111,6 +115,18 @@ class MaskError(ValidationError):
 
 class V1MappingError(ValidationError):
     """A V1 name or id has no known V3 counterpart; the message says what to pass instead."""
+
+
+class KeyReusedError(ValidationError):
+    """A keyed run's key was given again with other arguments; nothing was sent.
+
+    ``key`` is the key; ``differences`` maps each argument that differs to ``(recorded, given)``.
+    """
+
+    def __init__(self, message: str, *, key: str, differences: Mapping[str, tuple[object, object]]):
+        super().__init__(message)
+        self.key = key
+        self.differences = dict(differences)
 
 
 class CatalogueError(ValidationError):
@@ -311,6 +327,11 @@ class ResultTooLargeError(APIError):
     def __init__(self, message: str, *, max_bytes: int, method: str = "", url: str = "") -> None:
         super().__init__(message, method=method, url=url)
         self.max_bytes = max_bytes
+
+
+class JournalError(AsyncSDKError):
+    """The journal of runs could not be read or written, or the run was taken over by another
+    caller after this one stopped longer than the journal's lease."""
 
 
 class ProcessFailedError(AsyncSDKError):

@@ -16,7 +16,8 @@ import attrs
 
 from asyncsdk._catalogue import PreparedProcess, WidgetsArg
 from asyncsdk._checks import require_text
-from asyncsdk._errors import APIDecodeError, NotFoundError, ValidationError
+from asyncsdk._errors import APIDecodeError, ConfigurationError, NotFoundError, ValidationError
+from asyncsdk._keyed import KeyedRuns, Uploaded, run_arguments
 from asyncsdk._mask_uploads import readable_photo, ready_mask
 from asyncsdk._masks import ImageSource, Point, Rectangle
 from asyncsdk._models import Asset, AssetRole, CreatedProcesses, Process, ToolSlug
@@ -34,6 +35,20 @@ class Flows:
     processes: Processes
     orders: Orders
     generations: Generations
+    keyed: KeyedRuns | None = None
+    """The keyed runs, over the client's journal (None without one)."""
+
+    def _keyed_runs(self, key: str | None) -> KeyedRuns | None:
+        """The keyed runs when ``key`` is given; a clear error when there is no journal."""
+        if key is None:
+            return None
+        require_text(key, "key")
+        if self.keyed is None:
+            raise ConfigurationError(
+                f"key={key!r} needs a journal to record the run in: create the client with "
+                "Client(journal='runs.sqlite3') (or a PostgresJournal shared by several nodes)"
+            )
+        return self.keyed
 
     async def run(
         self,
@@ -47,8 +62,10 @@ class Flows:
         registry: ResultWaiter | None,
         webhook_grace: float | None,
         validate: bool | None,
+        key: str | None = None,
     ) -> Process:
         """:meth:`Client.run <asyncsdk.Client.run>`."""
+        keyed = self._keyed_runs(key)
         require_text(tool, "tool")
         if not images:
             raise ValidationError("run() needs at least one image")
@@ -110,19 +127,35 @@ class Flows:
             order_assets=None if given_ids else stand_ins,
             validate=validate,
         )
-        reserved = await self.generations.reserve()
-        with self.generations.given_back_on_failure(reserved):
-            order = await self.orders.create(*uploads, project_id=project_id)
-            if len(order.assets) < len(uploads):
-                raise APIDecodeError(
-                    f"order {order.order_id} lists {len(order.assets)} assets for "
-                    f"{len(uploads)} uploaded images"
-                )
-        ids = {str(index): order.assets[index].id for index in range(len(uploads))}
-        ids.update((asset_id, asset_id) for asset_id in given_ids)
+
+        async def upload() -> Uploaded:
+            reserved = await self.generations.reserve()
+            with self.generations.given_back_on_failure(reserved):
+                order = await self.orders.create(*uploads, project_id=project_id)
+                if len(order.assets) < len(uploads):
+                    raise APIDecodeError(
+                        f"order {order.order_id} lists {len(order.assets)} assets for "
+                        f"{len(uploads)} uploaded images"
+                    )
+            ids = {str(index): order.assets[index].id for index in range(len(uploads))}
+            ids.update((asset_id, asset_id) for asset_id in given_ids)
+            return order.order_id, prepared.with_asset_ids(ids), reserved
+
+        if keyed is not None and key is not None:
+            arguments = await run_arguments("run", prepared, uploads, project_id=project_id)
+            return await keyed.run(
+                key,
+                arguments,
+                upload,
+                None,
+                timeout=timeout,
+                registry=registry,
+                webhook_grace=webhook_grace,
+            )
+        order_id, ready, reserved = await upload()
         return await self._create_and_wait(
-            order.order_id,
-            prepared.with_asset_ids(ids),
+            order_id,
+            ready,
             None,
             reserved,
             timeout=timeout,
@@ -145,8 +178,10 @@ class Flows:
         timeout: float,
         registry: ResultWaiter | None,
         webhook_grace: float | None,
+        key: str | None = None,
     ) -> Process:
         """:meth:`Client.run_mask_removal <asyncsdk.Client.run_mask_removal>`."""
+        keyed = self._keyed_runs(key)
         upload = to_upload(image)
         check_roles([upload])
         shapes = list(rectangles), [list(poly) for poly in polygons]
@@ -186,20 +221,44 @@ class Flows:
             validate=validate,
         )
         group_id = await self._removal_group(after_auto_removal)
-        reserved = await self.generations.reserve()
-        with self.generations.given_back_on_failure(reserved):
-            order = await self.orders.create(upload, project_id=project_id)
-            if not order.assets:
-                raise APIDecodeError(
-                    f"order {order.order_id} lists no asset for the uploaded photo"
+
+        async def upload_both() -> Uploaded:
+            reserved = await self.generations.reserve()
+            with self.generations.given_back_on_failure(reserved):
+                order = await self.orders.create(upload, project_id=project_id)
+                if not order.assets:
+                    raise APIDecodeError(
+                        f"order {order.order_id} lists no asset for the uploaded photo"
+                    )
+                appended = await self.orders.append_mask(
+                    order.order_id, mask_upload, project_id=project_id, check=False
                 )
-            appended = await self.orders.append_mask(
-                order.order_id, mask_upload, project_id=project_id, check=False
+                photo_id = order.assets[0].id
+                mask_id = await self._mask_id(order.order_id, photo_id, appended.assets)
+            ids = {"0": photo_id, "1": mask_id}
+            return order.order_id, prepared.with_asset_ids(ids), reserved
+
+        if keyed is not None and key is not None:
+            arguments = await run_arguments(
+                "mask_removal",
+                prepared,
+                [upload, mask_upload],
+                project_id=project_id,
+                process_group_id=group_id,
             )
-            mask_id = await self._mask_id(order.order_id, order.assets[0].id, appended.assets)
+            return await keyed.run(
+                key,
+                arguments,
+                upload_both,
+                group_id,
+                timeout=timeout,
+                registry=registry,
+                webhook_grace=webhook_grace,
+            )
+        order_id, ready, reserved = await upload_both()
         return await self._create_and_wait(
-            order.order_id,
-            prepared.with_asset_ids({"0": order.assets[0].id, "1": mask_id}),
+            order_id,
+            ready,
             group_id,
             reserved,
             timeout=timeout,

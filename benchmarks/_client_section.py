@@ -138,6 +138,7 @@ def run_client(plan: Plan) -> Section:
             )
         )
     _pacing(plan, section)
+    _journal(plan, section)
     section.lines += [
         "Ratios: the median of the per-round ratios (the two figures of a round are taken "
         "back to back), per-round values in brackets.",
@@ -195,5 +196,41 @@ def _pacing(plan: Plan, section: Section) -> None:
             f"{ratio:.3f}x",
             f"<= {goals.PACING_VS_MINIMUM}",
             met_if_measured(ratio, ratio <= goals.PACING_VS_MINIMUM and run["refused"] == 0),
+        )
+    )
+
+
+def _journal(plan: Plan, section: Section) -> None:
+    """What an SQLite journal adds to one ``client.run()`` (``_journal_bench``), one run."""
+    with serving("_journal_bench:serve") as server:
+        run = run_job(
+            "_journal_bench:job",
+            {"runs": plan.journal_runs, "warmup": 10, **server},
+            cpu=CLIENT_CPU,
+            timeout=600,
+        )
+    added = run["added_ms"]
+    section.lines += [
+        f"Journal: {run['runs']} pairs of `client.run()` one after the other against the "
+        "sandbox (processes done at once, no generation limit): one without a journal, then one "
+        "with a fresh `key=` on `Client(journal=path)` (SQLite, WAL, `synchronous=FULL`, in a "
+        "temporary folder).  Medians per run.",
+        "",
+        *table(
+            ["run", "ms per run", "added by the journal ms"],
+            [
+                ["no journal", fmt(run["plain_ms"], 2), ""],
+                ["keyed, SQLite journal", fmt(run["keyed_ms"], 2), f"**{fmt(added, 2)}**"],
+            ],
+        ),
+        "",
+    ]
+    section.goals.append(
+        Goal(
+            "client",
+            f"journal: an SQLite journal adds <= {goals.JOURNAL_ADDED_MS:g} ms per run()",
+            f"{added:.2f} ms",
+            f"<= {goals.JOURNAL_ADDED_MS:g} ms",
+            met_if_measured(added, added <= goals.JOURNAL_ADDED_MS),
         )
     )

@@ -40,6 +40,8 @@ class Plan:
     poll_small: float = 0.1
     pacing_photos: int = 100
     pacing_window: float
+    journal_runs: int
+    """Pairs of ``client.run()`` (no journal, then keyed on SQLite) in the journal row."""
 
     def describe(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -65,6 +67,7 @@ def make_plan(*, quick: bool, runs: int | None) -> Plan:
             e2e_webhook_samples=3,
             e2e_poll_samples=4,
             pacing_window=1.0,
+            journal_runs=50,
         )
     return Plan(
         quick=False,
@@ -90,6 +93,7 @@ def make_plan(*, quick: bool, runs: int | None) -> Plan:
         e2e_webhook_samples=15,
         e2e_poll_samples=10,
         pacing_window=2.0,
+        journal_runs=500,
     )
 
 
@@ -98,6 +102,8 @@ CLIENT_VS_AIOHTTP: Final = 0.90
 OBSERVED_COST: Final = 0.05
 """Metrics and tracing on may lower a ratio to raw aiohttp (or the bare handler) by 5 % at most."""
 CLIENT_VS_HTTPX: Final = 8.0
+JOURNAL_ADDED_MS: Final = 5.0
+"""An SQLite journal adds at most this many ms to one ``client.run()``."""
 #: A batch under the generation limit: its time over the limit-bound minimum, at most.
 PACING_VS_MINIMUM: Final = 1.05
 UPLOAD_VS_AIOHTTP: Final = 0.90

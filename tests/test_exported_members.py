@@ -22,6 +22,13 @@ PUBLIC = {
     "Projects",
     "Tools",
     "V1",
+    # keyed runs and their journal
+    "Journal",
+    "RunEntry",
+    "RunStage",
+    "SQLiteJournal",
+    "PostgresJournal",
+    "RedisJournal",
     # observability
     "ClientTelemetry",
     "PROCESS_ID_ATTRIBUTE",
@@ -72,6 +79,8 @@ PUBLIC = {
     "ProcessFailedError",
     "ResultTooLargeError",
     "WaitTimeoutError",
+    "KeyReusedError",
+    "JournalError",
     # the catalogue: checked process requests
     "Catalogue",
     "CatalogueCache",

@@ -40,9 +40,11 @@ TOKEN = "cookbook-" + "t0k3n" * 6
 STAGING = ToolSlug.VIRTUAL_STAGING
 BEDROOM = str(samples.path("bedroom-empty.jpg"))
 KITCHEN = samples.path("kitchen.jpg")
+BEDROOM_PHOTO = samples.path("bedroom-empty.jpg").read_bytes()
 WIDGETS = {"space": "bedroom", "style": "modern"}
 RECIPES = {
     "batch-folder",
+    "resume-at-startup",
     "mount-receiver",
     "github-receiver",
     "webhook-or-poll",
@@ -150,6 +152,49 @@ async def test_batch_folder_main_stages_into_staged(
     await recipe["main"](folder)
     assert capsys.readouterr().out == "bedroom.jpg: done\n"
     assert (environment / "staged" / "bedroom-staged-1.jpg").read_bytes().startswith(b"\xff\xd8")
+
+
+async def test_the_web_service_stages_a_repeated_request_once(
+    sandbox: Sandbox, tmp_path: Path, served: Callable[[web.Application], Any]
+) -> None:
+    recipe = run_block(COOKBOOK, "resume-at-startup")
+    options = {"base_url": sandbox.base_url, "api_key": sandbox.api_key, "min_poll_interval": 0.01}
+    app = recipe["make_app"](str(tmp_path / "runs.sqlite3"), **options)
+    server = await served(app)
+    url = server.make_url("/listings/l-42/rooms/bedroom/staging")
+    photo = BEDROOM_PHOTO
+    async with aiohttp.ClientSession() as session:
+        for _ in range(2):  # the user clicked twice
+            async with session.post(url, data=photo) as answer:
+                assert answer.status == 202
+        await until(lambda: "l-42/bedroom" in app[recipe["RESULTS"]])
+        await until(lambda: not app[recipe["RUNS"]])
+        async with session.get(url) as answer:
+            shown = await answer.json()
+    assert shown["status"] == ProcessStatus.DONE
+    assert sandbox.stats.processes_created == 1
+
+
+async def test_the_web_service_resumes_the_runs_it_stopped_at_its_next_start(
+    sandbox: Sandbox, tmp_path: Path, served: Callable[[web.Application], Any]
+) -> None:
+    recipe = run_block(COOKBOOK, "resume-at-startup")
+    journal = tmp_path / "runs.sqlite3"
+    options = {"base_url": sandbox.base_url, "api_key": sandbox.api_key, "min_poll_interval": 0.01}
+    sandbox.config.processing_delay = 2.0
+    first = await served(recipe["make_app"](str(journal), **options))
+    async with aiohttp.ClientSession() as session:
+        url = first.make_url("/listings/l-42/rooms/bedroom/staging")
+        async with session.post(url, data=BEDROOM_PHOTO) as answer:
+            assert answer.status == 202
+    await until(lambda: sandbox.stats.processes_created == 1)
+    await first.close()  # a deploy: the run is stopped while the process runs
+    assert sandbox.stats.processes_done == 0
+    app = recipe["make_app"](str(journal), **options)
+    await served(app)  # the next instance resumes the run at start-up
+    await until(lambda: "l-42/bedroom" in app[recipe["RESULTS"]], seconds=15)
+    assert app[recipe["RESULTS"]]["l-42/bedroom"].status == ProcessStatus.DONE
+    assert sandbox.stats.processes_created == 1
 
 
 async def test_the_receiver_mounted_in_an_existing_app_keeps_results(
