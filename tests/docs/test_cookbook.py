@@ -331,6 +331,10 @@ async def test_three_receivers_on_redis_handle_each_event_once(
         # Every event goes to all three, as a load balancer retrying on each of them would.
         sandbox.register_webhook(str(server.make_url(f"/hooks/{TOKEN}")))
     registries = [app[recipe["REGISTRY"]] for app in apps]
+    for registry in registries:
+        # Subscribed before the first wait, as the recipe's main does: a wait on a registry
+        # that is not listening yet polls at once, which the last assertion would count.
+        await registry.start()
     async with sandbox.client() as client:
         processes = await asyncio.gather(
             *(client.run(STAGING, BEDROOM, widgets=WIDGETS, registry=r) for r in registries)
