@@ -72,6 +72,7 @@ class RunEntry:
 
     @property
     def finished(self) -> bool:
+        """True once the run's result is recorded (stage ``finished``)."""
         return self.stage == RunStage.FINISHED
 
     @property

@@ -135,6 +135,7 @@ class PostgresJournal:
 
     @translated(_store_errors)
     async def claim(self, key: str, digest: str, arguments: str, owner: str) -> Claim:
+        """Record the run of ``key`` or take a lapsed one over: :meth:`~asyncsdk.Journal.claim`."""
         self._check_open()
         now = time.time()
         until = now + self.lease
@@ -179,6 +180,7 @@ class PostgresJournal:
         process_ids: tuple[str, ...] | None = None,
         result: str | None = None,
     ) -> None:
+        """Record the run's next stage: :meth:`~asyncsdk.Journal.advance`."""
         self._check_open()
         changes: dict[str, Any] = {"stage": stage}
         if order_id is not None:
@@ -207,6 +209,7 @@ class PostgresJournal:
 
     @translated(_store_errors)
     async def renew(self, key: str, owner: str) -> bool:
+        """Extend ``owner``'s lease on ``key``: :meth:`~asyncsdk.Journal.renew`."""
         self._check_open()
         status = await self._pool.execute(
             f"UPDATE {self._table} SET lease_until = $3 WHERE key = $1 AND owner = $2",
@@ -218,6 +221,7 @@ class PostgresJournal:
 
     @translated(_store_errors)
     async def release(self, key: str, owner: str) -> None:
+        """Give the lease on ``key`` up: :meth:`~asyncsdk.Journal.release`."""
         self._check_open()
         await self._pool.execute(
             f"UPDATE {self._table} SET owner = '', lease_until = 0 WHERE key = $1 AND owner = $2",
@@ -227,12 +231,14 @@ class PostgresJournal:
 
     @translated(_store_errors)
     async def get(self, key: str) -> RunEntry | None:
+        """The entry of ``key``, or None: :meth:`~asyncsdk.Journal.get`."""
         self._check_open()
         row = await self._pool.fetchrow(f"SELECT {_COLUMNS} FROM {self._table} WHERE key = $1", key)
         return None if row is None else _entry(row)
 
     @translated(_store_errors)
     async def unfinished(self) -> list[RunEntry]:
+        """The runs not finished, oldest first: :meth:`~asyncsdk.Journal.unfinished`."""
         self._check_open()
         rows = await self._pool.fetch(
             f"SELECT {_COLUMNS} FROM {self._table} WHERE stage <> $1 ORDER BY updated_at, key",

@@ -149,6 +149,7 @@ class RedisJournal:
 
     @translated(_store_errors)
     async def claim(self, key: str, digest: str, arguments: str, owner: str) -> Claim:
+        """Record the run of ``key`` or take a lapsed one over: :meth:`~asyncsdk.Journal.claim`."""
         self._check_open()
         now = time.time()
         until = repr(now + self.lease)
@@ -181,6 +182,7 @@ class RedisJournal:
         process_ids: tuple[str, ...] | None = None,
         result: str | None = None,
     ) -> None:
+        """Record the run's next stage: :meth:`~asyncsdk.Journal.advance`."""
         self._check_open()
         now = time.time()
         changes: dict[str, Any] = {
@@ -207,6 +209,7 @@ class RedisJournal:
 
     @translated(_store_errors)
     async def renew(self, key: str, owner: str) -> bool:
+        """Extend ``owner``'s lease on ``key``: :meth:`~asyncsdk.Journal.renew`."""
         self._check_open()
         until = repr(time.time() + self.lease)
         keys = [self._run_key(key), self._unfinished_key]
@@ -214,12 +217,14 @@ class RedisJournal:
 
     @translated(_store_errors)
     async def release(self, key: str, owner: str) -> None:
+        """Give the lease on ``key`` up: :meth:`~asyncsdk.Journal.release`."""
         self._check_open()
         keys = [self._run_key(key), self._unfinished_key]
         await self._advance(keys=keys, args=[owner, key, "0", "owner", "", "lease_until", "0"])
 
     @translated(_store_errors)
     async def get(self, key: str) -> RunEntry | None:
+        """The entry of ``key``, or None: :meth:`~asyncsdk.Journal.get`."""
         self._check_open()
         raw = await self._hgetall(self._run_key(key))
         return _entry(raw) if raw else None
@@ -230,6 +235,7 @@ class RedisJournal:
 
     @translated(_store_errors)
     async def unfinished(self) -> list[RunEntry]:
+        """The runs not finished, oldest first: :meth:`~asyncsdk.Journal.unfinished`."""
         self._check_open()
         keys = await self._redis.zrange(self._unfinished_key, 0, -1)
         entries = [await self.get(_text(key)) for key in keys]

@@ -111,6 +111,7 @@ class SQLiteJournal:
         return self._db
 
     async def claim(self, key: str, digest: str, arguments: str, owner: str) -> Claim:
+        """Record the run of ``key`` or take a lapsed one over: :meth:`~asyncsdk.Journal.claim`."""
         lease = self.lease
 
         def op(db: sqlite3.Connection) -> Claim:
@@ -165,6 +166,7 @@ class SQLiteJournal:
         process_ids: tuple[str, ...] | None = None,
         result: str | None = None,
     ) -> None:
+        """Record the run's next stage: :meth:`~asyncsdk.Journal.advance`."""
         changes: dict[str, Any] = {"stage": stage}
         if order_id is not None:
             changes["order_id"] = order_id
@@ -193,6 +195,7 @@ class SQLiteJournal:
             )
 
     async def renew(self, key: str, owner: str) -> bool:
+        """Extend ``owner``'s lease on ``key``: :meth:`~asyncsdk.Journal.renew`."""
         lease = self.lease
 
         def op(db: sqlite3.Connection) -> bool:
@@ -205,6 +208,8 @@ class SQLiteJournal:
         return await self._run(op)
 
     async def release(self, key: str, owner: str) -> None:
+        """Give the lease on ``key`` up: :meth:`~asyncsdk.Journal.release`."""
+
         def op(db: sqlite3.Connection) -> None:
             db.execute(
                 "UPDATE asyncsdk_runs SET owner = '', lease_until = 0 WHERE key = ? AND owner = ?",
@@ -214,6 +219,8 @@ class SQLiteJournal:
         await self._run(op)
 
     async def get(self, key: str) -> RunEntry | None:
+        """The entry of ``key``, or None: :meth:`~asyncsdk.Journal.get`."""
+
         def op(db: sqlite3.Connection) -> RunEntry | None:
             row = db.execute(_SELECT + " WHERE key = ?", (key,)).fetchone()
             return None if row is None else _entry(row)
@@ -221,6 +228,8 @@ class SQLiteJournal:
         return await self._run(op)
 
     async def unfinished(self) -> list[RunEntry]:
+        """The runs not finished, oldest first: :meth:`~asyncsdk.Journal.unfinished`."""
+
         def op(db: sqlite3.Connection) -> list[RunEntry]:
             rows = db.execute(
                 _SELECT + " WHERE stage != ? ORDER BY updated_at, key",
@@ -231,6 +240,7 @@ class SQLiteJournal:
         return await self._run(op)
 
     async def close(self) -> None:
+        """Release what the journal holds: :meth:`~asyncsdk.Journal.close`."""
         if self._closed:
             return
         self._closed = True
