@@ -42,9 +42,24 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         metavar="PATH",
         help="once serving, write the bound port to PATH (removed at exit); use with --port 0",
     )
-    p.add_argument("--pending-delay", type=float, default=1.0, help="seconds a process is pending")
-    p.add_argument("--processing-delay", type=float, default=3.0, help="seconds it is processing")
-    p.add_argument("--failure-rate", type=float, default=0.0, help="share of processes that fail")
+    p.add_argument(
+        "--pending-delay",
+        type=float,
+        default=1.0,
+        help="seconds a process is pending (default: %(default)s)",
+    )
+    p.add_argument(
+        "--processing-delay",
+        type=float,
+        default=3.0,
+        help="seconds it is processing (default: %(default)s)",
+    )
+    p.add_argument(
+        "--failure-rate",
+        type=float,
+        default=0.0,
+        help="share of processes that fail (default: %(default)s)",
+    )
     p.add_argument(
         "--webhook",
         action="append",
@@ -61,7 +76,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument(
         "--poll-limit", action="store_true", help="429 for a process GET within 5 s of the last"
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of every random choice")
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of every random choice (default: %(default)s)"
+    )
     p.add_argument(
         "--control-host",
         action="append",

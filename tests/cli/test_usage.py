@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -52,6 +54,22 @@ def test_sandbox_help_shows_its_delay_defaults(tmp_path: Path) -> None:
     assert "seconds a process is pending (default: 1.0)" in text
     assert "seconds it is processing (default: 3.0)" in text
     assert "share of processes that fail (default: 0.0)" in text
+
+
+def test_the_sandbox_module_help_shows_the_same_defaults(tmp_path: Path) -> None:
+    # python -m asyncsdk.sandbox: the sandbox alone, as docs/sandbox.md starts it.
+    done = subprocess.run(
+        [sys.executable, "-m", "asyncsdk.sandbox", "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    text = " ".join(done.stdout.split())
+    assert "seconds a process is pending (default: 1.0)" in text
+    assert "seconds it is processing (default: 3.0)" in text
+    assert "seed of every random choice (default: 0)" in text
 
 
 def _parsers(
