@@ -10,6 +10,7 @@ wait for it, or take the run over once the lease has lapsed or its owner's proce
 from __future__ import annotations
 
 import functools
+import json
 import os
 import socket
 import time
@@ -21,7 +22,17 @@ import attrs
 
 from asyncsdk._errors import JournalError
 
-__all__ = ["Claim", "Journal", "RunEntry", "RunStage", "lapsed", "new_owner", "translated"]
+__all__ = [
+    "Claim",
+    "Journal",
+    "RunEntry",
+    "RunStage",
+    "lapsed",
+    "new_owner",
+    "recorded",
+    "taken_over",
+    "translated",
+]
 
 S = TypeVar("S")
 P = ParamSpec("P")
@@ -123,6 +134,36 @@ def lapsed(entry: RunEntry, now: float | None = None) -> bool:
     if entry.lease_until <= (time.time() if now is None else now):
         return True
     return _process_gone(entry.owner)
+
+
+def recorded(
+    stage: str,
+    *,
+    order_id: str | None,
+    request: str | None,
+    process_ids: tuple[str, ...] | None,
+    result: str | None,
+) -> dict[str, str]:
+    """The fields an :meth:`Journal.advance` writes besides the lease: the stage, and what of
+    the run it recorded (the fields given, as the journals store them)."""
+    changes = {"stage": stage}
+    if order_id is not None:
+        changes["order_id"] = order_id
+    if request is not None:
+        changes["request"] = request
+    if process_ids is not None:
+        changes["process_ids"] = json.dumps(list(process_ids))
+    if result is not None:
+        changes["result"] = result
+    return changes
+
+
+def taken_over(key: str, lease: float) -> JournalError:
+    """The error of an :meth:`Journal.advance` whose caller no longer holds the run."""
+    return JournalError(
+        f"the run of key {key!r} was taken over by another caller while this one "
+        f"stopped longer than the journal's lease ({lease:g} s): it goes on there"
+    )
 
 
 def translated(

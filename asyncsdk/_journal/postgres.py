@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from asyncsdk._errors import ConfigurationError, JournalError
-from asyncsdk._journal.contract import Claim, RunEntry, RunStage, lapsed, translated
+from asyncsdk._journal.contract import (
+    Claim,
+    RunEntry,
+    RunStage,
+    lapsed,
+    recorded,
+    taken_over,
+    translated,
+)
 
 if TYPE_CHECKING:
     import asyncpg
@@ -182,15 +190,13 @@ class PostgresJournal:
     ) -> None:
         """Record the run's next stage: :meth:`~asyncsdk.Journal.advance`."""
         self._check_open()
-        changes: dict[str, Any] = {"stage": stage}
-        if order_id is not None:
-            changes["order_id"] = order_id
-        if request is not None:
-            changes["request"] = request
-        if process_ids is not None:
-            changes["process_ids"] = json.dumps(list(process_ids))
-        if result is not None:
-            changes["result"] = result
+        changes: dict[str, Any] = recorded(
+            stage,
+            order_id=order_id,
+            request=request,
+            process_ids=process_ids,
+            result=result,
+        )
         now = time.time()
         changes["lease_until"] = now + self.lease
         changes["updated_at"] = now
@@ -202,10 +208,7 @@ class PostgresJournal:
             *changes.values(),
         )
         if status != "UPDATE 1":
-            raise JournalError(
-                f"the run of key {key!r} was taken over by another caller while this one "
-                f"stopped longer than the journal's lease ({self.lease:g} s): it goes on there"
-            )
+            raise taken_over(key, self.lease)
 
     @translated(_store_errors)
     async def renew(self, key: str, owner: str) -> bool:

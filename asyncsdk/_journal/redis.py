@@ -17,8 +17,16 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from asyncsdk._errors import ConfigurationError, JournalError
-from asyncsdk._journal.contract import Claim, RunEntry, RunStage, lapsed, translated
+from asyncsdk._errors import ConfigurationError
+from asyncsdk._journal.contract import (
+    Claim,
+    RunEntry,
+    RunStage,
+    lapsed,
+    recorded,
+    taken_over,
+    translated,
+)
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -185,27 +193,22 @@ class RedisJournal:
         """Record the run's next stage: :meth:`~asyncsdk.Journal.advance`."""
         self._check_open()
         now = time.time()
-        changes: dict[str, Any] = {
-            "stage": stage,
+        changes = {
+            **recorded(
+                stage,
+                order_id=order_id,
+                request=request,
+                process_ids=process_ids,
+                result=result,
+            ),
             "lease_until": repr(now + self.lease),
             "updated_at": repr(now),
         }
-        if order_id is not None:
-            changes["order_id"] = order_id
-        if request is not None:
-            changes["request"] = request
-        if process_ids is not None:
-            changes["process_ids"] = json.dumps(list(process_ids))
-        if result is not None:
-            changes["result"] = result
         flat = [item for pair in changes.items() for item in pair]
         finished = "1" if stage == RunStage.FINISHED else "0"
         keys = [self._run_key(key), self._unfinished_key]
         if not await self._advance(keys=keys, args=[owner, key, finished, *flat]):
-            raise JournalError(
-                f"the run of key {key!r} was taken over by another caller while this one "
-                f"stopped longer than the journal's lease ({self.lease:g} s): it goes on there"
-            )
+            raise taken_over(key, self.lease)
 
     @translated(_store_errors)
     async def renew(self, key: str, owner: str) -> bool:

@@ -21,7 +21,7 @@ from typing import Any, Final, TypeVar
 import attrs
 
 from asyncsdk._errors import ConfigurationError, JournalError
-from asyncsdk._journal.contract import Claim, RunEntry, RunStage, lapsed
+from asyncsdk._journal.contract import Claim, RunEntry, RunStage, lapsed, recorded, taken_over
 
 __all__ = ["SQLiteJournal"]
 
@@ -167,15 +167,13 @@ class SQLiteJournal:
         result: str | None = None,
     ) -> None:
         """Record the run's next stage: :meth:`~asyncsdk.Journal.advance`."""
-        changes: dict[str, Any] = {"stage": stage}
-        if order_id is not None:
-            changes["order_id"] = order_id
-        if request is not None:
-            changes["request"] = request
-        if process_ids is not None:
-            changes["process_ids"] = json.dumps(list(process_ids))
-        if result is not None:
-            changes["result"] = result
+        changes: dict[str, Any] = recorded(
+            stage,
+            order_id=order_id,
+            request=request,
+            process_ids=process_ids,
+            result=result,
+        )
         lease = self.lease
 
         def op(db: sqlite3.Connection) -> int:
@@ -189,10 +187,7 @@ class SQLiteJournal:
             return cursor.rowcount
 
         if await self._run(op) != 1:
-            raise JournalError(
-                f"the run of key {key!r} was taken over by another caller while this one "
-                f"stopped longer than the journal's lease ({self.lease:g} s): it goes on there"
-            )
+            raise taken_over(key, self.lease)
 
     async def renew(self, key: str, owner: str) -> bool:
         """Extend ``owner``'s lease on ``key``: :meth:`~asyncsdk.Journal.renew`."""
