@@ -20,9 +20,9 @@ from typing import Any, Final
 
 import attrs
 import pytest
-from whtools import eventually
+from whtools import event, eventually
 
-from asyncsdk import ConfigurationError, ProcessCompleted, ResultAsset
+from asyncsdk import ConfigurationError
 from webhooks import (
     ClaimingInbox,
     Inbox,
@@ -33,17 +33,6 @@ from webhooks import (
 )
 
 CLAIM_TIMEOUT: Final = 0.3
-
-
-def event(process_id: str = "p-1", status: str = "done", src: str = "u1") -> ProcessCompleted:
-    return ProcessCompleted(
-        event="process.completed",
-        process_id=process_id,
-        order_id="o-1",
-        tool="tool-virtual-staging",
-        status=status,
-        final_assets=(ResultAsset(asset_id="a-1", src=src),) if status == "done" else (),
-    )
 
 
 async def claim_eventually(inbox: Inbox, consumer: str, limit: int = 10) -> list[InboxEntry]:
@@ -264,10 +253,20 @@ class InboxContract:
             await inbox.purge(entry.id)
 
     async def test_unknown_ids_are_ignored(self, inbox: Inbox) -> None:
+        await inbox.put(event("p-1"), b"one")
+        (entry,) = await inbox.claim_batch("c1", 10)
+        # An id this inbox never gave out (an entry another node already finished, say) raises
+        # nothing and touches nothing: the one real entry is neither finished nor dead.
         await inbox.ack("424242")
+        await inbox.ack_many(["424242"])
         await inbox.retry_later("424242", "x", 0)
         await inbox.dead_letter("424242", "x")
         await inbox.extend("c1", ["424242"])
+        assert await inbox.pending_count() == 1
+        assert await inbox.dead_letters() == []
+        await inbox.ack(entry.id)
+        assert await inbox.pending_count() == 0
+        assert await inbox.put(event("p-1"), b"again") is False  # its key is still taken
 
     async def test_check_passes_and_close_is_final(self, inbox: Inbox) -> None:
         await inbox.check()

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from asyncsdk import ProcessCompleted
+from asyncsdk import ProcessCompleted, ResultAsset
 from webhooks import InboxEntry, InboxUnavailableError, MemoryInbox, WebhookReceiver
 
 T = TypeVar("T")
@@ -55,6 +55,18 @@ def payload(
 
 def encode(body: Any) -> bytes:
     return json.dumps(body).encode()
+
+
+def event(process_id: str = "p-1", status: str = "done", src: str = "u1") -> ProcessCompleted:
+    """A parsed ``process.completed`` event, as an inbox stores it and a registry hands it out."""
+    return ProcessCompleted(
+        event="process.completed",
+        process_id=process_id,
+        order_id="o-1",
+        tool="tool-virtual-staging",
+        status=status,
+        final_assets=(ResultAsset(asset_id="a-1", src=src),) if status == "done" else (),
+    )
 
 
 @contextlib.asynccontextmanager
