@@ -20,8 +20,8 @@ from whtools import (
     SwitchableInbox,
     cancellation_watch,
     encode,
-    eventually,
     idle,
+    make_receiver,
     payload,
     serve,
     wait_until,
@@ -31,7 +31,6 @@ from asyncsdk import ConfigurationError, ProcessCompleted
 from webhooks import (
     RECEIVER_KEY,
     Inbox,
-    KnownProcessFilter,
     MemoryInbox,
     NoVerification,
     SQLiteInbox,
@@ -43,15 +42,6 @@ METRICS_TOKEN = "scrape-" + "m" * 24
 SCRAPER = {"Authorization": f"Bearer {METRICS_TOKEN}"}
 
 
-def make(inbox: Inbox | None = None, **options: object) -> WebhookReceiver:
-    return WebhookReceiver(
-        inbox=inbox if inbox is not None else MemoryInbox(),
-        verifier=TokenVerifier([TOKEN, OLD_TOKEN]),
-        poll_interval=0.05,
-        **options,  # type: ignore[arg-type]
-    )
-
-
 @pytest.fixture(params=["memory", "sqlite"])
 async def inbox(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Inbox]:
     if request.param == "memory":
@@ -61,7 +51,7 @@ async def inbox(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 
 
 async def test_a_delivery_is_acked_then_handled(inbox: Inbox) -> None:
-    receiver = make(inbox)
+    receiver = make_receiver(inbox)
     seen = Recorder()
     receiver.on_completed()(seen)
     async with serve(receiver) as client:
@@ -78,7 +68,7 @@ async def test_a_delivery_is_acked_then_handled(inbox: Inbox) -> None:
 
 
 async def test_a_handler_sleeping_30_s_does_not_delay_the_ack() -> None:
-    receiver = make(workers=2, drain_timeout=0.05)
+    receiver = make_receiver(workers=2, drain_timeout=0.05)
     started, finished = asyncio.Event(), asyncio.Event()
 
     @receiver.on_completed()
@@ -101,7 +91,7 @@ async def test_a_handler_sleeping_30_s_does_not_delay_the_ack() -> None:
 
 
 async def test_50_concurrent_duplicates_reach_the_handler_once(inbox: Inbox) -> None:
-    receiver = make(inbox, workers=4)
+    receiver = make_receiver(inbox, workers=4)
     seen = Recorder()
     receiver.on_completed()(seen)
     async with serve(receiver) as client:
@@ -124,7 +114,7 @@ async def test_50_concurrent_duplicates_reach_the_handler_once(inbox: Inbox) -> 
 
 
 async def test_each_status_of_a_process_is_its_own_event() -> None:
-    receiver = make()
+    receiver = make_receiver()
     seen = Recorder()
     receiver.on_completed()(seen)
     async with serve(receiver) as client:
@@ -135,38 +125,6 @@ async def test_each_status_of_a_process_is_its_own_event() -> None:
             assert response.status == 200
         await idle(receiver)
         assert sorted(e.status for e in seen.events) == ["done", "failed"]
-
-
-async def test_handlers_are_chosen_by_status_and_tool() -> None:
-    receiver = make()
-    every, done, dusk, both = Recorder(), Recorder(), Recorder(), Recorder()
-    receiver.on_completed()(every)
-    receiver.on_completed(status="done")(done)
-    receiver.on_completed(tool="tool-day-to-dusk")(dusk)
-    receiver.on_completed(status=["failed"], tool=["tool-day-to-dusk", "tool-x"])(both)
-    async with serve(receiver) as client:
-        for pid, status, tool in [
-            ("a", "done", "tool-virtual-staging"),
-            ("b", "failed", "tool-day-to-dusk"),
-            ("c", "done", "tool-day-to-dusk"),
-        ]:
-            response = await client.post(
-                HOOK, data=encode(payload(pid, status=status, tool=tool)), headers=JSON
-            )
-            assert response.status == 200
-        await idle(receiver)
-    assert sorted(every.ids) == ["a", "b", "c"]
-    assert sorted(done.ids) == ["a", "c"]
-    assert sorted(dusk.ids) == ["b", "c"]
-    assert both.ids == ["b"]
-
-
-def test_handler_filters_must_name_something() -> None:
-    receiver = make()
-    with pytest.raises(ConfigurationError, match="status"):
-        receiver.on_completed(status=[])
-    with pytest.raises(ConfigurationError, match="tool"):
-        receiver.on_completed(tool="")
 
 
 def nested(depth: int) -> bytes:
@@ -202,7 +160,7 @@ BAD_INPUTS = [
 async def test_bad_inputs_get_a_4xx_with_a_reason(
     body: bytes, headers: dict[str, str], status: int, words: str
 ) -> None:
-    receiver = make(max_body=2_000_000)
+    receiver = make_receiver(max_body=2_000_000)
     seen = Recorder()
     receiver.on_completed()(seen)
     async with serve(receiver) as client:
@@ -220,7 +178,7 @@ async def test_bad_inputs_get_a_4xx_with_a_reason(
 
 @pytest.mark.parametrize("client_max_size", [1024, 100 * 1024 * 1024])
 async def test_a_10_mb_body_gets_413_whatever_the_host_limit(client_max_size: int) -> None:
-    receiver = make()
+    receiver = make_receiver()
     big = b'{"event": "process.completed", "pad": "' + b"x" * 10_000_000 + b'"}'
     async with serve(receiver, client_max_size=client_max_size) as client:
         response = await client.post(HOOK, data=io.BytesIO(big), headers=JSON)
@@ -240,7 +198,7 @@ async def test_a_10_mb_body_gets_413_whatever_the_host_limit(client_max_size: in
 
 
 async def test_an_unknown_event_type_is_acked_and_ignored() -> None:
-    receiver = make()
+    receiver = make_receiver()
     seen = Recorder()
     receiver.on_completed()(seen)
     async with serve(receiver) as client:
@@ -318,7 +276,7 @@ async def test_setup_routes_each_path_token_on_the_host_app() -> None:
 
 async def test_store_unavailable_answers_503_and_loses_nothing() -> None:
     inbox = SwitchableInbox()
-    receiver = make(inbox, retry_after=7)
+    receiver = make_receiver(inbox, retry_after=7)
     seen = Recorder()
     receiver.on_completed()(seen)
     async with serve(receiver) as client:
@@ -337,7 +295,7 @@ async def test_store_unavailable_answers_503_and_loses_nothing() -> None:
 
 
 async def test_a_full_queue_answers_503_until_work_drains() -> None:
-    receiver = make(workers=1, queue_limit=2)
+    receiver = make_receiver(workers=1, queue_limit=2)
     gate = asyncio.Event()
     seen = Recorder()
 
@@ -362,160 +320,8 @@ async def test_a_full_queue_answers_503_until_work_drains() -> None:
     assert receiver.metrics.unavailable["queue_full"] == 1
 
 
-async def test_failing_handlers_retry_then_dead_letter_then_replay() -> None:
-    receiver = make(max_attempts=3, retry_base=0.01, retry_cap=0.02)
-    calls: list[str] = []
-    broken = True
-    ok = Recorder()
-    receiver.on_completed()(ok)
-
-    @receiver.on_completed()
-    async def flaky(event: ProcessCompleted) -> None:
-        calls.append(event.process_id)
-        if broken:
-            raise RuntimeError("downstream is down")
-
-    async with serve(receiver) as client:
-        response = await client.post(HOOK, data=encode(payload("p-1")), headers=JSON)
-        assert response.status == 200
-        dead = await eventually(receiver.dead_letters, "a dead letter")
-        assert len(calls) == 3
-        (entry,) = dead
-        assert entry.event.process_id == "p-1"
-        assert entry.attempts == 3
-        assert entry.last_error is not None
-        assert "downstream is down" in entry.last_error
-        assert receiver.metrics.dead_lettered == 1
-
-        broken = False
-        await receiver.replay(entry.id)
-        await idle(receiver)
-        assert await receiver.dead_letters() == []
-    assert len(calls) == 4
-    # The handler that succeeded the first time was not called again.
-    assert ok.ids == ["p-1"]
-    assert receiver.metrics.processed == 1
-
-
-async def test_a_handler_timeout_counts_as_a_failure() -> None:
-    receiver = make(handler_timeout=0.05, max_attempts=1)
-
-    @receiver.on_completed()
-    async def stuck(event: ProcessCompleted) -> None:
-        await asyncio.Event().wait()
-
-    async with serve(receiver) as client:
-        await client.post(HOOK, data=encode(payload()), headers=JSON)
-        dead = await eventually(receiver.dead_letters, "a dead letter")
-    assert dead[0].last_error is not None
-    assert "timed out" in dead[0].last_error
-
-
-async def test_shutdown_refuses_new_deliveries_and_drains_running_work() -> None:
-    inbox = MemoryInbox()
-    receiver = make(inbox, drain_timeout=30, close_inbox=False)
-    started, gate = asyncio.Event(), asyncio.Event()
-    seen = Recorder()
-
-    @receiver.on_completed()
-    async def slow(event: ProcessCompleted) -> None:
-        started.set()
-        await gate.wait()
-        await seen(event)
-
-    async with serve(receiver) as client:
-        await client.post(HOOK, data=encode(payload("p-1")), headers=JSON)
-        async with asyncio.timeout(10):
-            await started.wait()
-        stopping = asyncio.create_task(receiver.stop())
-        await wait_until(lambda: not receiver.running, "stop began")
-        refused = await client.post(HOOK, data=encode(payload("p-2")), headers=JSON)
-        assert refused.status == 503
-        assert "Retry-After" in refused.headers
-        assert not stopping.done()
-        gate.set()
-        await stopping
-    assert seen.ids == ["p-1"]
-    assert await inbox.pending_count() == 0
-
-
-async def test_work_past_the_drain_deadline_stays_in_the_inbox() -> None:
-    inbox = MemoryInbox()
-    first = make(inbox, drain_timeout=0.05, close_inbox=False)
-    started = asyncio.Event()
-
-    @first.on_completed()
-    async def never(event: ProcessCompleted) -> None:
-        started.set()
-        await asyncio.Event().wait()
-
-    async with serve(first) as client:
-        await client.post(HOOK, data=encode(payload("p-1")), headers=JSON)
-        async with asyncio.timeout(10):
-            await started.wait()
-    assert await inbox.pending_count() == 1
-
-    second = make(inbox)
-    seen = Recorder()
-    second.on_completed()(seen)
-    async with serve(second):
-        await wait_until(lambda: seen.ids == ["p-1"], "the next run handled it")
-
-
-async def test_claimed_entries_no_worker_started_are_handed_back_at_stop() -> None:
-    """Under a backlog the pool claims ahead of its workers; stopping releases those at once
-    (another process need not wait for their claims to time out) and they keep their place."""
-    inbox = MemoryInbox(claim_timeout=3600, clock=lambda: 0.0)
-    receiver = make(inbox, workers=1, drain_timeout=0.05, close_inbox=False)
-    started = asyncio.Event()
-
-    @receiver.on_completed()
-    async def never(event: ProcessCompleted) -> None:
-        started.set()
-        await asyncio.Event().wait()
-
-    async with serve(receiver) as client:
-        for n in range(4):
-            await client.post(HOOK, data=encode(payload(f"p-{n}")), headers=JSON)
-        async with asyncio.timeout(10):
-            await started.wait()
-        # One entry runs; one more is claimed in reserve behind it.
-        await wait_until(lambda: receiver._pool.in_flight == 2, "a reserve claimed")
-    # Both are due again now: the running one was cancelled past drain_timeout, the queued one
-    # was handed back unstarted.
-    again = await inbox.claim_batch("another-process", 10)
-    assert sorted(e.event.process_id for e in again) == ["p-0", "p-1", "p-2", "p-3"]
-    queued = [e for e in again if e.last_error == "the receiver stopped before the entry started"]
-    assert len(queued) == 1
-
-
-async def test_known_process_filter_drops_foreign_ids() -> None:
-    known = {"mine-1"}
-    receiver = make(process_filter=KnownProcessFilter(known))
-    seen = Recorder()
-    receiver.on_completed()(seen)
-    async with serve(receiver) as client:
-        for pid in ("mine-1", "theirs-1"):
-            response = await client.post(HOOK, data=encode(payload(pid)), headers=JSON)
-            assert response.status == 200
-        assert await response.json() == {"status": "ignored"}
-        await idle(receiver)
-    assert seen.ids == ["mine-1"]
-    assert receiver.metrics.ignored["unknown_process"] == 1
-
-
-async def test_known_process_filter_takes_an_async_lookup() -> None:
-    async def lookup(process_id: str) -> bool:
-        await asyncio.sleep(0)
-        return process_id.startswith("mine")
-
-    check = KnownProcessFilter(lookup)
-    assert await check("mine-2")
-    assert not await check("other")
-
-
 async def test_metrics_route_serves_counts_and_ack_latency_to_its_scrapers_only() -> None:
-    receiver = make(metrics_route=True, metrics_token=METRICS_TOKEN)
+    receiver = make_receiver(metrics_route=True, metrics_token=METRICS_TOKEN)
     async with serve(receiver) as client:
         await client.post(HOOK, data=encode(payload()), headers=JSON)
         await client.post(HOOK, data=encode(payload()), headers=JSON)
@@ -543,15 +349,15 @@ async def test_metrics_route_serves_counts_and_ack_latency_to_its_scrapers_only(
 
 def test_the_metrics_route_stays_off_unless_it_has_a_token() -> None:
     with pytest.raises(ConfigurationError, match="metrics_token"):
-        make(metrics_route=True)
+        make_receiver(metrics_route=True)
     with pytest.raises(ConfigurationError, match="at least 16 characters"):
-        make(metrics_route=True, metrics_token="short")
-    receiver = make()
+        make_receiver(metrics_route=True, metrics_token="short")
+    receiver = make_receiver()
     assert not [r for r in receiver.app.router.resources() if "metrics" in r.canonical]
 
 
 async def test_the_sub_app_mounts_with_add_subapp_too() -> None:
-    receiver = make()
+    receiver = make_receiver()
     seen = Recorder()
     receiver.on_completed()(seen)
     app = web.Application()
@@ -579,7 +385,7 @@ def test_misconfiguration_names_the_fix() -> None:
 
 async def test_a_client_hanging_up_mid_persist_loses_nothing_with_handler_cancellation() -> None:
     inbox = GatedInbox()
-    receiver = make(inbox)
+    receiver = make_receiver(inbox)
     seen = Recorder()
     receiver.on_completed()(seen)
     watch, cancelled = cancellation_watch()
@@ -600,7 +406,7 @@ async def test_the_registry_wakes_waiters_before_handlers_and_tracks_health() ->
     from webhooks import Registry
 
     async with Registry() as registry:
-        receiver = make(registry=registry)
+        receiver = make_receiver(registry=registry)
         order: list[str] = []
 
         @receiver.on_completed()
