@@ -20,9 +20,9 @@ from typing import Any, Final
 
 import attrs
 import pytest
-from whtools import event, eventually
+from whtools import HOOK, JSON, encode, event, eventually, make_receiver, payload, serve, wait_until
 
-from asyncsdk import ConfigurationError
+from asyncsdk import ConfigurationError, ProcessCompleted
 from webhooks import (
     ClaimingInbox,
     Inbox,
@@ -45,6 +45,28 @@ async def claim_eventually(inbox: Inbox, consumer: str, limit: int = 10) -> list
 
 
 class InboxContract:
+    async def test_a_receiver_on_it_runs_each_events_handler_once(self, inbox: Inbox) -> None:
+        handled: list[str] = []
+        receiver = make_receiver(inbox)
+
+        @receiver.on_completed()
+        async def record(completed: ProcessCompleted) -> None:
+            handled.append(completed.process_id)
+
+        async with serve(receiver) as client:
+            answers = []
+            for _ in range(2):  # the service delivering again, as it may
+                response = await client.post(HOOK, data=encode(payload("p-1")), headers=JSON)
+                answers.append(await response.json())
+            assert answers == [{"status": "accepted"}, {"status": "duplicate"}]
+            await wait_until(lambda: receiver.metrics.processed == 1, "the handler run")
+
+            async def acked() -> bool:
+                return await inbox.pending_count() == 0
+
+            await eventually(acked, "the ack to reach the store")
+        assert handled == ["p-1"]
+
     async def test_put_stores_once_per_dedup_key(self, inbox: Inbox) -> None:
         assert await inbox.put(event(src="u1"), b"first") is True
         # Same (event, process_id, status), different body: a duplicate (URLs are re-signed).

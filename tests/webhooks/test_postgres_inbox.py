@@ -10,17 +10,14 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 from inbox_contract import CLAIM_TIMEOUT, ClaimingInboxContract, claim_eventually, event
-from whtools import HOOK, JSON, TOKEN, encode, eventually, payload, serve, wait_until
 
-from asyncsdk import ConfigurationError, ProcessCompleted
+from asyncsdk import ConfigurationError
 from webhooks import (
     Inbox,
     InboxError,
     InboxUnavailableError,
     PostgresInbox,
-    TokenVerifier,
     UnknownEntryError,
-    WebhookReceiver,
 )
 
 pytestmark = pytest.mark.postgres
@@ -40,37 +37,6 @@ async def raw_postgres(postgres_dsn: str) -> AsyncIterator[asyncpg.Connection]:
     conn = await asyncpg.connect(postgres_dsn)
     yield conn
     await conn.close()
-
-
-async def test_a_receiver_on_a_postgres_inbox_runs_its_handler_once_per_event(
-    postgres_dsn: str, postgres_schema: str
-) -> None:
-    inbox = PostgresInbox(postgres_dsn, schema=postgres_schema)
-    # Its repr (in logs and tracebacks) shows where it stores, not who connects.
-    assert "postgres" not in repr(inbox).split("@")[0].removeprefix("PostgresInbox(")
-    handled: list[str] = []
-    receiver = WebhookReceiver(inbox=inbox, verifier=TokenVerifier(TOKEN), poll_interval=0.05)
-
-    @receiver.on_completed()
-    async def record(event: ProcessCompleted) -> None:
-        handled.append(event.process_id)
-
-    try:
-        async with serve(receiver) as client:
-            answers = []
-            for _ in range(2):  # the service delivering again, as it may
-                response = await client.post(HOOK, data=encode(payload("p-1")), headers=JSON)
-                answers.append(await response.json())
-            assert answers == [{"status": "accepted"}, {"status": "duplicate"}]
-            await wait_until(lambda: receiver.metrics.processed == 1, "the handler run")
-
-            async def acked() -> bool:
-                return await inbox.pending_count() == 0
-
-            await eventually(acked, "the ack to reach the store")
-        assert handled == ["p-1"]
-    finally:
-        await inbox.close()
 
 
 async def test_puts_queued_before_close_are_committed(

@@ -8,17 +8,14 @@ from collections.abc import AsyncIterator
 import pytest
 import redis.asyncio
 from inbox_contract import CLAIM_TIMEOUT, ClaimingInboxContract, claim_eventually, event
-from whtools import HOOK, JSON, TOKEN, encode, eventually, payload, serve, wait_until
 
-from asyncsdk import ConfigurationError, ProcessCompleted
+from asyncsdk import ConfigurationError
 from webhooks import (
     Inbox,
     InboxError,
     InboxUnavailableError,
     RedisInbox,
-    TokenVerifier,
     UnknownEntryError,
-    WebhookReceiver,
 )
 
 pytestmark = pytest.mark.redis
@@ -45,35 +42,6 @@ async def test_a_claimed_put_hands_out_the_oldest_entry_nobody_took(
         assert (entry.event, entry.raw, entry.attempts) == (event("p-1"), b"first", 1)
         (later,) = await inbox.claim_batch("c2", 10)
         assert (later.event, later.raw, later.attempts) == (event("p-2"), b"second", 1)
-    finally:
-        await inbox.close()
-
-
-async def test_a_receiver_on_a_redis_inbox_runs_its_handler_once_per_event(
-    redis_url: str, redis_prefix: str
-) -> None:
-    inbox = RedisInbox(redis_url, prefix=redis_prefix)
-    handled: list[str] = []
-    receiver = WebhookReceiver(inbox=inbox, verifier=TokenVerifier(TOKEN), poll_interval=0.05)
-
-    @receiver.on_completed()
-    async def record(event: ProcessCompleted) -> None:
-        handled.append(event.process_id)
-
-    try:
-        async with serve(receiver) as client:
-            answers = []
-            for _ in range(2):  # the service delivering again, as it may
-                response = await client.post(HOOK, data=encode(payload("p-1")), headers=JSON)
-                answers.append(await response.json())
-            assert answers == [{"status": "accepted"}, {"status": "duplicate"}]
-            await wait_until(lambda: receiver.metrics.processed == 1, "the handler run")
-
-            async def acked() -> bool:
-                return await inbox.pending_count() == 0
-
-            await eventually(acked, "the ack to reach the store")
-        assert handled == ["p-1"]
     finally:
         await inbox.close()
 
