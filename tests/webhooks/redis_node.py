@@ -19,7 +19,6 @@ Every run of the plain handler is also counted per node in ``<prefix>test:nodes`
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import signal
@@ -28,6 +27,7 @@ import sys
 import attrs
 import redis.asyncio
 from aiohttp import web
+from node_process import serve_until_terminated
 
 from asyncsdk import ProcessCompleted
 from webhooks import (
@@ -102,18 +102,7 @@ async def main(url: str, prefix: str, token: str, name: str, mode: str = "") -> 
     receiver.setup(app, prefix="/hooks/")
     app.on_cleanup.append(close)
 
-    runner = web.AppRunner(app, handle_signals=False)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    await registry.start()
-    print(json.dumps({"ready": name, "port": port}), flush=True)
-
-    stop = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-    await stop.wait()
-    await runner.cleanup()
+    await serve_until_terminated(app, name, ready=registry.start)
 
 
 if __name__ == "__main__":
