@@ -8,6 +8,10 @@ whose ``claim_timeout`` is ``CLAIM_TIMEOUT``::
         @pytest.fixture
         async def inbox(self) -> AsyncIterator[Inbox]:
             yield MemoryInbox(claim_timeout=CLAIM_TIMEOUT)
+
+A backend several processes can share also subclasses :class:`SharedInboxContract`, whose
+``open_inbox`` fixture opens another inbox on the same fresh store (each standing for another
+process) with ``claim_timeout`` ``CLAIM_TIMEOUT``, all closed after the test.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import asyncio
 import json
 import math
 import random
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import attrs
 import pytest
@@ -355,3 +359,52 @@ class ClaimingInboxContract(InboxContract):
         with pytest.raises(ConfigurationError):
             await inbox.submit_put_claimed(event("p-1"), b"x", "")
         assert await inbox.pending_count() == 0
+
+
+class OpenInbox(Protocol):
+    def __call__(self) -> Inbox: ...
+
+
+class SharedInboxContract:
+    """What inboxes of several processes on one store do together."""
+
+    async def test_puts_from_many_inboxes_store_each_event_once(
+        self, open_inbox: OpenInbox
+    ) -> None:
+        inboxes = [open_inbox() for _ in range(4)]
+        puts = [ib.put(event(f"p-{n % 10}"), b"x") for n in range(40) for ib in inboxes]
+        results = await asyncio.gather(*puts)
+        assert results.count(True) == 10
+        assert await inboxes[0].pending_count() == 10
+
+    async def test_a_crashed_consumers_entries_go_to_another_process(
+        self, open_inbox: OpenInbox
+    ) -> None:
+        crashed = open_inbox()
+        for n in range(3):
+            await crashed.put(event(f"p-{n}"), f"body {n}".encode())
+        taken = await crashed.claim_batch("host-a", 10)
+        assert len(taken) == 3
+        await crashed.close()  # the process goes away without acking
+
+        survivor = open_inbox()
+        assert await survivor.claim_batch("host-b", 10) == []  # not before the claim times out
+        again = await claim_eventually(survivor, "host-b")
+        assert sorted(e.id for e in again) == sorted(e.id for e in taken)
+        assert {e.raw for e in again} == {b"body 0", b"body 1", b"body 2"}
+        assert all(e.attempts == 2 for e in again)
+        await survivor.ack_many([e.id for e in again])
+        assert await survivor.pending_count() == 0
+
+    async def test_dead_letters_replay_across_processes(self, open_inbox: OpenInbox) -> None:
+        first, second = open_inbox(), open_inbox()
+        await first.put(event(), b"x")
+        (entry,) = await first.claim_batch("a", 10)
+        await first.dead_letter(entry.id, "handler raised")
+        (dead,) = await second.dead_letters()
+        assert (dead.id, dead.last_error) == (entry.id, "handler raised")
+        await second.replay(dead.id)
+        with pytest.raises(UnknownEntryError, match="dead_letters"):
+            await second.replay(dead.id)
+        (again,) = await first.claim_batch("a", 10)
+        assert (again.id, again.last_error) == (entry.id, "handler raised")
