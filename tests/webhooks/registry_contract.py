@@ -14,7 +14,8 @@ called with ``started=False``, all closed after the test::
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
 import pytest
@@ -40,6 +41,26 @@ class SharedRegistry(ResultWaiter, RegistrySink, Protocol):
 
 class MakeRegistry(Protocol):
     def __call__(self, *, started: bool = True, **options: Any) -> Awaitable[SharedRegistry]: ...
+
+
+@contextlib.asynccontextmanager
+async def registries(create: Callable[..., SharedRegistry]) -> AsyncIterator[MakeRegistry]:
+    """A :class:`MakeRegistry` of ``create(**options)``; every registry it made is closed at the
+    end of the block."""
+    made: list[SharedRegistry] = []
+
+    async def make(*, started: bool = True, **options: Any) -> SharedRegistry:
+        registry = create(**options)
+        made.append(registry)
+        if started:
+            await registry.start()
+        return registry
+
+    try:
+        yield make
+    finally:
+        for registry in made:
+            await registry.close()
 
 
 class RegistryContract:

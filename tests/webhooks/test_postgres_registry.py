@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import functools
 import json
 from collections.abc import AsyncIterator
-from typing import Any
 
 import asyncpg
 import attrs
 import pytest
-from registry_contract import MakeRegistry, RegistryContract
+from registry_contract import MakeRegistry, RegistryContract, registries
 from whtools import event
 
 from webhooks import PostgresRegistry, RegistryUnavailableError
@@ -27,18 +27,10 @@ class TestPostgresRegistry(RegistryContract):
 @pytest.fixture
 async def make_registry(postgres_dsn: str, postgres_schema: str) -> AsyncIterator[MakeRegistry]:
     """Registries on the test's schema (each one stands for another process)."""
-    made: list[PostgresRegistry] = []
-
-    async def make(*, started: bool = True, **options: Any) -> PostgresRegistry:
-        registry = PostgresRegistry(postgres_dsn, schema=postgres_schema, **options)
-        made.append(registry)
-        if started:
-            await registry.start()
-        return registry
-
-    yield make
-    for registry in made:
-        await registry.close()
+    async with registries(
+        functools.partial(PostgresRegistry, postgres_dsn, schema=postgres_schema)
+    ) as make:
+        yield make
 
 
 @pytest.fixture

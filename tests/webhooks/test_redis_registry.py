@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import AsyncIterator
-from typing import Any
 
 import attrs
 import pytest
 import redis.asyncio
-from registry_contract import MakeRegistry, RegistryContract
+from registry_contract import MakeRegistry, RegistryContract, registries
 from whtools import event
 
 from webhooks import RedisRegistry, RegistryUnavailableError
@@ -25,18 +25,8 @@ class TestRedisRegistry(RegistryContract):
 @pytest.fixture
 async def make_registry(redis_url: str, redis_prefix: str) -> AsyncIterator[MakeRegistry]:
     """Registries on the test's prefix (each one stands for another process)."""
-    made: list[RedisRegistry] = []
-
-    async def make(*, started: bool = True, **options: Any) -> RedisRegistry:
-        registry = RedisRegistry(redis_url, prefix=redis_prefix, **options)
-        made.append(registry)
-        if started:
-            await registry.start()
-        return registry
-
-    yield make
-    for registry in made:
-        await registry.close()
+    async with registries(functools.partial(RedisRegistry, redis_url, prefix=redis_prefix)) as make:
+        yield make
 
 
 async def numsub(raw_redis: redis.asyncio.Redis, channel: str) -> int:
