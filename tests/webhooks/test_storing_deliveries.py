@@ -24,6 +24,7 @@ from whtools import (
     JSON,
     GatedInbox,
     Recorder,
+    SwitchableInbox,
     cancellation_watch,
     encode,
     idle,
@@ -275,3 +276,42 @@ def test_any_event_text_is_stored_as_json_and_claimed_back_unchanged(
     ((data, key),) = asyncio.run(stored_rows(db, [event]))
     assert json.loads(data)["process_id"] == event.process_id
     assert key == stored_key(event)
+
+
+async def test_store_unavailable_answers_503_and_loses_nothing() -> None:
+    inbox = SwitchableInbox()
+    receiver = make_receiver(inbox, retry_after=7)
+    seen = Recorder()
+    receiver.on_completed()(seen)
+    async with serve(receiver) as client:
+        inbox.down = True
+        response = await client.post(HOOK, data=encode(payload("p-1")), headers=JSON)
+        assert response.status == 503
+        assert response.headers["Retry-After"] == "7"
+        assert "error" in await response.json()
+        inbox.down = False
+        # The service retries: now accepted, not a duplicate, and handled.
+        retry = await client.post(HOOK, data=encode(payload("p-1")), headers=JSON)
+        assert await retry.json() == {"status": "accepted"}
+        await idle(receiver)
+    assert seen.ids == ["p-1"]
+    assert receiver.metrics.unavailable["store_unavailable"] == 1
+
+
+async def test_a_client_hanging_up_mid_persist_loses_nothing_with_handler_cancellation() -> None:
+    inbox = GatedInbox()
+    receiver = make_receiver(inbox)
+    seen = Recorder()
+    receiver.on_completed()(seen)
+    watch, cancelled = cancellation_watch()
+    async with serve(receiver, middlewares=[watch]) as client:
+        post = asyncio.create_task(client.post(HOOK, data=encode(payload("p-1")), headers=JSON))
+        async with asyncio.timeout(10):
+            await inbox.entered.wait()
+        post.cancel()  # the sender gives up and closes the connection
+        with pytest.raises(asyncio.CancelledError):
+            await post
+        async with asyncio.timeout(10):
+            await cancelled.wait()
+        inbox.gate.set()
+        await wait_until(lambda: seen.ids == ["p-1"], "the event was stored and handled")
