@@ -235,9 +235,6 @@ async def test_three_receivers_on_redis_handle_each_event_once(
         # Every event goes to all three, as a load balancer retrying on each of them would.
         sandbox.register_webhook(str(server.make_url(f"/hooks/{TOKEN}")))
     registries = [app[recipe["REGISTRY"]] for app in apps]
-    # Each registry listens once its node has started; a wait before then polls at once (the
-    # recipe's main() starts its registry first for the same reason).
-    await asyncio.gather(*(registry.start() for registry in registries))
     async with sandbox.client() as client:
         processes = await asyncio.gather(
             *(client.run(STAGING, BEDROOM, widgets=WIDGETS, registry=r) for r in registries)
