@@ -37,6 +37,11 @@ def _results(out: Path) -> set[str]:
     return {p.name for p in out.iterdir() if not p.name.startswith(".")}
 
 
+def stage_args(sb: Sandbox, photos: Path, out: Path) -> list[str | Path]:
+    """``asyncsdk process`` staging ``photos`` into ``out`` against ``sb``."""
+    return ["process", *STAGING, photos, "--out", out, "--base-url", sb.base_url]
+
+
 def _state_lines(out: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in (out / STATE_FILE).read_text().splitlines()]
 
@@ -50,15 +55,7 @@ async def test_second_run_skips_done_photos(
     out = tmp_path / "out"
     async with Sandbox(SandboxConfig()) as sb:
         monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
-        args: list[str | Path] = [
-            "process",
-            *STAGING,
-            photos,
-            "--out",
-            out,
-            "--base-url",
-            sb.base_url,
-        ]
+        args = stage_args(sb, photos, out)
         assert await run_cli(*args) == 0
         assert sb.stats.processes_created == 2
         assert set(_named_by_photo(_results(out))) == {"bedroom-empty", "living-room-empty"}
@@ -87,15 +84,7 @@ async def test_resumes_waiting_on_a_created_process(
     # Processes stay pending until advance(): the first run gives up waiting.
     async with Sandbox(SandboxConfig(pending_delay=math.inf, processing_delay=math.inf)) as sb:
         monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
-        args: list[str | Path] = [
-            "process",
-            *STAGING,
-            photo,
-            "--out",
-            out,
-            "--base-url",
-            sb.base_url,
-        ]
+        args = stage_args(sb, photo, out)
         assert await run_cli(*args, "--timeout", "0.3") == 1
         assert "waiting" in capsys.readouterr().out
         # The generation slot is written down before the process is asked for.
@@ -121,15 +110,7 @@ async def test_adopts_a_process_created_before_a_crash(
     photo = photos / "living-room-empty.jpg"
     async with Sandbox(SandboxConfig()) as sb:
         monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
-        args: list[str | Path] = [
-            "process",
-            *STAGING,
-            photo,
-            "--out",
-            out,
-            "--base-url",
-            sb.base_url,
-        ]
+        args = stage_args(sb, photo, out)
         assert await run_cli(*args) == 0
         assert sb.stats.processes_created == 1
         # As if the run had died after its first step: the journal knows the order, not the
@@ -153,15 +134,7 @@ async def test_failed_photos_are_retried_only_when_asked(
     photo = photos / "bedroom-empty.jpg"
     async with Sandbox(SandboxConfig(fail_tools=["tool-virtual-staging"])) as sb:
         monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
-        args: list[str | Path] = [
-            "process",
-            *STAGING,
-            photo,
-            "--out",
-            out,
-            "--base-url",
-            sb.base_url,
-        ]
+        args = stage_args(sb, photo, out)
         assert await run_cli(*args) == 1
         assert await run_cli(*args) == 1
         assert sb.stats.processes_created == 1
@@ -292,7 +265,7 @@ async def test_a_broken_journal_line_is_skipped_with_a_warning(
     photo = photos / "bedroom-empty.jpg"
     async with Sandbox(SandboxConfig()) as sb:
         monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
-        args = ["process", *STAGING, photo, "--out", out, "--base-url", sb.base_url]
+        args = stage_args(sb, photo, out)
         assert await run_cli(*args) == 0
         with (out / STATE_FILE).open("a") as file:
             file.write('{"key": "cut short by a cra')  # a crash in the middle of a write
@@ -358,7 +331,7 @@ async def test_a_lost_result_is_downloaded_again_from_the_same_process(
     photo = photos / "bedroom-empty.jpg"
     async with Sandbox(SandboxConfig()) as sb:
         monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
-        args = ["process", *STAGING, photo, "--out", out, "--base-url", sb.base_url]
+        args = stage_args(sb, photo, out)
         assert await run_cli(*args) == 0
         [result] = _results(out)
         if damage == "deleted":

@@ -192,6 +192,17 @@ class FakeService:
         self._record(request, body, ())
 
 
+def pagination(page: int, total_pages: int, limit: int = 2) -> dict[str, Any]:
+    return {
+        "page": page,
+        "limit": limit,
+        "total_count": total_pages * limit,
+        "total_pages": total_pages,
+        "previous_page": f"?page={page - 1}&limit={limit}" if page > 1 else "",
+        "next_page": f"?page={page + 1}&limit={limit}" if page < total_pages else "",
+    }
+
+
 def project_json(project_id: str = "p1", address: str = "12 Oak Street") -> dict[str, Any]:
     return {
         "id": project_id,

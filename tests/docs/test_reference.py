@@ -8,12 +8,10 @@ the names without a leading underscore that the two packages define, inherited o
 from __future__ import annotations
 
 import inspect
-import subprocess
-import sys
+from pathlib import Path
 from types import ModuleType
 
 import pytest
-from codeblocks import ROOT
 
 import asyncsdk
 import webhooks
@@ -71,20 +69,10 @@ def documented_by(cls: type, name: str) -> list[type]:
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """The two reference pages of the site built by ``mkdocs build --strict``."""
-    out = tmp_path_factory.mktemp("site")
-    run = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert run.returncode == 0, run.stdout + run.stderr
+def reference(site: Path) -> dict[str, str]:
+    """The two reference pages of the site."""
     return {
-        package.__name__: (out / "reference" / package.__name__ / "index.html").read_text("utf-8")
+        package.__name__: (site / "reference" / package.__name__ / "index.html").read_text("utf-8")
         for package in PACKAGES
     }
 

@@ -6,8 +6,6 @@ every image resolves, every Mermaid diagram is drawn, and no code line is cut at
 from __future__ import annotations
 
 import contextlib
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +14,6 @@ import aiohttp
 import pytest
 from aiohttp import web
 from browser import Browser, Watched, chromium
-from codeblocks import ROOT
 from yarl import URL
 
 #: Pages whose screenshots are kept: a diagram, long code, the included ARCHITECTURE.md.
@@ -39,21 +36,6 @@ CUT_CODE = """() => Array.from(document.querySelectorAll('pre > code'))
   .filter((code) => code.scrollWidth > code.clientWidth + 1)
   .map((code) => code.textContent.split('\\n').reduce((a, b) => (a.length > b.length ? a : b)))"""
 DIAGRAMS_DRAWN = "(n) => document.querySelectorAll('div.mermaid').length >= n"
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("site")
-    run = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert run.returncode == 0, run.stdout + run.stderr
-    return out
 
 
 @contextlib.asynccontextmanager
@@ -164,16 +146,16 @@ def diagrams_by_page(site: Path) -> dict[str, int]:
 
 
 async def test_every_page_works_offline_in_a_real_browser(
-    built: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    site: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pages = diagrams_by_page(built)
+    pages = diagrams_by_page(site)
     assert "architecture/index.html" in pages
     assert "changelog/index.html" in pages
     assert pages["index.html"] >= 1, "the diagram of the start page is no longer found"
     problems: list[str] = []
     links: set[str] = set()
     shots: list[Path] = []
-    async with serve(built) as base:
+    async with serve(site) as base:
         async with chromium(tmp_path / "profile") as browser:
             for page, expected in pages.items():
                 watched = await browser.open()

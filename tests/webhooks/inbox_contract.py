@@ -8,6 +8,10 @@ whose ``claim_timeout`` is ``CLAIM_TIMEOUT``::
         @pytest.fixture
         async def inbox(self) -> AsyncIterator[Inbox]:
             yield MemoryInbox(claim_timeout=CLAIM_TIMEOUT)
+
+A backend several processes can share also subclasses :class:`SharedInboxContract`, whose
+``open_inbox`` fixture opens another inbox on the same fresh store (each standing for another
+process) with ``claim_timeout`` ``CLAIM_TIMEOUT``, all closed after the test.
 """
 
 from __future__ import annotations
@@ -16,13 +20,13 @@ import asyncio
 import json
 import math
 import random
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import attrs
 import pytest
-from whtools import eventually
+from whtools import HOOK, JSON, encode, event, eventually, make_receiver, payload, serve, wait_until
 
-from asyncsdk import ConfigurationError, ProcessCompleted, ResultAsset
+from asyncsdk import ConfigurationError, ProcessCompleted
 from webhooks import (
     ClaimingInbox,
     Inbox,
@@ -35,17 +39,6 @@ from webhooks import (
 CLAIM_TIMEOUT: Final = 0.3
 
 
-def event(process_id: str = "p-1", status: str = "done", src: str = "u1") -> ProcessCompleted:
-    return ProcessCompleted(
-        event="process.completed",
-        process_id=process_id,
-        order_id="o-1",
-        tool="tool-virtual-staging",
-        status=status,
-        final_assets=(ResultAsset(asset_id="a-1", src=src),) if status == "done" else (),
-    )
-
-
 async def claim_eventually(inbox: Inbox, consumer: str, limit: int = 10) -> list[InboxEntry]:
     """Claim until something is handed out (used where a claim has to time out first)."""
 
@@ -56,6 +49,28 @@ async def claim_eventually(inbox: Inbox, consumer: str, limit: int = 10) -> list
 
 
 class InboxContract:
+    async def test_a_receiver_on_it_runs_each_events_handler_once(self, inbox: Inbox) -> None:
+        handled: list[str] = []
+        receiver = make_receiver(inbox)
+
+        @receiver.on_completed()
+        async def record(completed: ProcessCompleted) -> None:
+            handled.append(completed.process_id)
+
+        async with serve(receiver) as client:
+            answers = []
+            for _ in range(2):  # the service delivering again, as it may
+                response = await client.post(HOOK, data=encode(payload("p-1")), headers=JSON)
+                answers.append(await response.json())
+            assert answers == [{"status": "accepted"}, {"status": "duplicate"}]
+            await wait_until(lambda: receiver.metrics.processed == 1, "the handler run")
+
+            async def acked() -> bool:
+                return await inbox.pending_count() == 0
+
+            await eventually(acked, "the ack to reach the store")
+        assert handled == ["p-1"]
+
     async def test_put_stores_once_per_dedup_key(self, inbox: Inbox) -> None:
         assert await inbox.put(event(src="u1"), b"first") is True
         # Same (event, process_id, status), different body: a duplicate (URLs are re-signed).
@@ -264,10 +279,20 @@ class InboxContract:
             await inbox.purge(entry.id)
 
     async def test_unknown_ids_are_ignored(self, inbox: Inbox) -> None:
+        await inbox.put(event("p-1"), b"one")
+        (entry,) = await inbox.claim_batch("c1", 10)
+        # An id this inbox never gave out (an entry another node already finished, say) raises
+        # nothing and touches nothing: the one real entry is neither finished nor dead.
         await inbox.ack("424242")
+        await inbox.ack_many(["424242"])
         await inbox.retry_later("424242", "x", 0)
         await inbox.dead_letter("424242", "x")
         await inbox.extend("c1", ["424242"])
+        assert await inbox.pending_count() == 1
+        assert await inbox.dead_letters() == []
+        await inbox.ack(entry.id)
+        assert await inbox.pending_count() == 0
+        assert await inbox.put(event("p-1"), b"again") is False  # its key is still taken
 
     async def test_check_passes_and_close_is_final(self, inbox: Inbox) -> None:
         await inbox.check()
@@ -334,3 +359,52 @@ class ClaimingInboxContract(InboxContract):
         with pytest.raises(ConfigurationError):
             await inbox.submit_put_claimed(event("p-1"), b"x", "")
         assert await inbox.pending_count() == 0
+
+
+class OpenInbox(Protocol):
+    def __call__(self) -> Inbox: ...
+
+
+class SharedInboxContract:
+    """What inboxes of several processes on one store do together."""
+
+    async def test_puts_from_many_inboxes_store_each_event_once(
+        self, open_inbox: OpenInbox
+    ) -> None:
+        inboxes = [open_inbox() for _ in range(4)]
+        puts = [ib.put(event(f"p-{n % 10}"), b"x") for n in range(40) for ib in inboxes]
+        results = await asyncio.gather(*puts)
+        assert results.count(True) == 10
+        assert await inboxes[0].pending_count() == 10
+
+    async def test_a_crashed_consumers_entries_go_to_another_process(
+        self, open_inbox: OpenInbox
+    ) -> None:
+        crashed = open_inbox()
+        for n in range(3):
+            await crashed.put(event(f"p-{n}"), f"body {n}".encode())
+        taken = await crashed.claim_batch("host-a", 10)
+        assert len(taken) == 3
+        await crashed.close()  # the process goes away without acking
+
+        survivor = open_inbox()
+        assert await survivor.claim_batch("host-b", 10) == []  # not before the claim times out
+        again = await claim_eventually(survivor, "host-b")
+        assert sorted(e.id for e in again) == sorted(e.id for e in taken)
+        assert {e.raw for e in again} == {b"body 0", b"body 1", b"body 2"}
+        assert all(e.attempts == 2 for e in again)
+        await survivor.ack_many([e.id for e in again])
+        assert await survivor.pending_count() == 0
+
+    async def test_dead_letters_replay_across_processes(self, open_inbox: OpenInbox) -> None:
+        first, second = open_inbox(), open_inbox()
+        await first.put(event(), b"x")
+        (entry,) = await first.claim_batch("a", 10)
+        await first.dead_letter(entry.id, "handler raised")
+        (dead,) = await second.dead_letters()
+        assert (dead.id, dead.last_error) == (entry.id, "handler raised")
+        await second.replay(dead.id)
+        with pytest.raises(UnknownEntryError, match="dead_letters"):
+            await second.replay(dead.id)
+        (again,) = await first.claim_batch("a", 10)
+        assert (again.id, again.last_error) == (entry.id, "handler raised")

@@ -4,7 +4,6 @@ their hook URLs, their metrics scraped over HTTP, and ``asyncsdk`` run on the co
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import aiohttp
 import attrs
+from node_process import start_node_process
 from shared_node import METRICS_TOKEN
 
 NODE_SCRIPT = Path(__file__).with_name("shared_node.py")
@@ -40,19 +40,8 @@ async def start_node(
     mode: str = "",
 ) -> Node:
     """One node on the inbox at ``url`` (prefix or schema ``where``); its runs go to ``runs``."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(NODE_SCRIPT),
-        *(backend, url, where, TOKEN, name, str(runs), str(claim_timeout), mode),
-        stdout=asyncio.subprocess.PIPE,
-    )
-    assert process.stdout is not None
-    async with asyncio.timeout(60):  # a guard against a hang, not a speed requirement
-        line = await process.stdout.readline()
-    if not line:
-        await process.wait()
-        raise AssertionError(f"node {name} exited with {process.returncode} before serving")
-    return Node(process, json.loads(line)["port"])
+    args = (backend, url, where, TOKEN, name, str(runs), str(claim_timeout), mode)
+    return Node(*await start_node_process(NODE_SCRIPT, *args, name=name))
 
 
 async def stop_node(node: Node) -> None:

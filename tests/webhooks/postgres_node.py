@@ -13,7 +13,6 @@ it then kills its own process with SIGKILL, after the handler and before the ack
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import signal
@@ -21,6 +20,7 @@ import sys
 
 import asyncpg
 from aiohttp import web
+from node_process import serve_until_terminated
 
 from asyncsdk import ProcessCompleted
 from webhooks import PostgresInbox, PostgresWrites, TokenVerifier, WebhookReceiver
@@ -57,17 +57,7 @@ async def main(dsn: str, schema: str, token: str, name: str, mode: str = "atomic
     receiver.setup(app, prefix="/hooks/")
     app.on_cleanup.append(close)
 
-    runner = web.AppRunner(app, handle_signals=False)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    print(json.dumps({"ready": name, "port": port}), flush=True)
-
-    stop = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-    await stop.wait()
-    await runner.cleanup()
+    await serve_until_terminated(app, name)
 
 
 if __name__ == "__main__":

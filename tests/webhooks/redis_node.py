@@ -8,8 +8,9 @@ the entries it claims stay claimed until the process dies.  With ``atomic`` the 
 ``atomic=True`` one instead: it counts its runs in ``<prefix>test:runs`` directly and queues
 ``HINCRBY <prefix>test:effects <pid> 1`` on its writes; with ``atomic-die`` it then kills its own
 process with SIGKILL, after the handler and before the ack.  With ``burst`` the receiver's
-``queue_limit`` is 200 and each handler takes 50 ms; with ``slow`` each takes 200 ms.  Every run
-of the plain handler is also counted per node in ``<prefix>test:nodes``.  Prints
+``queue_limit`` is 200 and each handler waits until the key ``<prefix>test:open`` exists (the
+test holds the handlers while it fills the shared inbox); with ``slow`` each takes 200 ms.
+Every run of the plain handler is also counted per node in ``<prefix>test:nodes``.  Prints
 ``{"ready": NAME, "port": N}`` once serving; stops on SIGTERM.
 
     python redis_node.py REDIS_URL PREFIX TOKEN NAME [stall|atomic|atomic-die|burst|slow]
@@ -18,7 +19,6 @@ of the plain handler is also counted per node in ``<prefix>test:nodes``.  Prints
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import signal
@@ -27,6 +27,7 @@ import sys
 import attrs
 import redis.asyncio
 from aiohttp import web
+from node_process import serve_until_terminated
 
 from asyncsdk import ProcessCompleted
 from webhooks import (
@@ -41,7 +42,7 @@ from webhooks import (
 CLAIM_TIMEOUT = 1.0
 WORKERS = 4
 BURST_LIMIT = 200
-HANDLER_SECONDS = {"burst": 0.05, "slow": 0.2}
+HANDLER_SECONDS = {"slow": 0.2}
 
 
 async def main(url: str, prefix: str, token: str, name: str, mode: str = "") -> None:
@@ -63,6 +64,10 @@ async def main(url: str, prefix: str, token: str, name: str, mode: str = "") -> 
     async def record(event: ProcessCompleted) -> None:
         if mode == "stall":
             await never.wait()
+        if mode == "burst":
+            gate = f"{prefix}test:open"
+            while not await recorder.exists(gate):  # noqa: ASYNC110 - the gate lives in Redis
+                await asyncio.sleep(0.02)
         await asyncio.sleep(HANDLER_SECONDS.get(mode, 0.01))
         await recorder.hincrby(f"{prefix}test:runs", event.process_id, 1)
         await recorder.hincrby(f"{prefix}test:nodes", name, 1)
@@ -97,18 +102,7 @@ async def main(url: str, prefix: str, token: str, name: str, mode: str = "") -> 
     receiver.setup(app, prefix="/hooks/")
     app.on_cleanup.append(close)
 
-    runner = web.AppRunner(app, handle_signals=False)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    await registry.start()
-    print(json.dumps({"ready": name, "port": port}), flush=True)
-
-    stop = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-    await stop.wait()
-    await runner.cleanup()
+    await serve_until_terminated(app, name, ready=registry.start)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ the ack: the Redis hash ``<prefix>test:effects``, or the table ``public.effects`
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import signal
@@ -22,6 +21,7 @@ import sys
 from typing import Any
 
 from aiohttp import web
+from node_process import serve_until_terminated
 
 from asyncsdk import ProcessCompleted
 from webhooks import (
@@ -89,17 +89,7 @@ async def main(
 
     app = web.Application()
     receiver.setup(app, prefix="/hooks/")
-    runner = web.AppRunner(app, handle_signals=False)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    print(json.dumps({"ready": name, "port": port}), flush=True)
-
-    stop = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-    await stop.wait()
-    await runner.cleanup()
+    await serve_until_terminated(app, name)
     os.close(out)
 
 

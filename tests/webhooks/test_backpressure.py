@@ -1,9 +1,11 @@
-"""Backpressure follows the shared inbox: two receivers on one inbox, as two processes would be.
+"""Backpressure: 503 with ``Retry-After`` while the inbox is full, and full means the shared inbox.
 
-One receiver takes every delivery and cannot finish anything (its one worker is stuck); the other
-runs the handlers.  The first must go on accepting while the shared inbox stays under the limit,
-however many events it stored itself; and either refuses, with ``Retry-After``, once the shared
-inbox truly holds the limit, whoever stored the events.
+A receiver refuses deliveries while its inbox holds ``queue_limit`` events, and takes them again
+as work drains.  With two receivers on one inbox, as two processes would be, one takes every
+delivery and cannot finish anything (its one worker is stuck); the other runs the handlers.  The
+first must go on accepting while the shared inbox stays under the limit, however many events it
+stored itself; and either refuses, with ``Retry-After``, once the shared inbox truly holds the
+limit, whoever stored the events.
 """
 
 from __future__ import annotations
@@ -13,7 +15,18 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
-from whtools import HOOK, JSON, TOKEN, encode, eventually, payload, serve
+from whtools import (
+    HOOK,
+    JSON,
+    TOKEN,
+    Recorder,
+    encode,
+    eventually,
+    idle,
+    make_receiver,
+    payload,
+    serve,
+)
 
 from asyncsdk import ProcessCompleted
 from webhooks import Inbox, MemoryInbox, SQLiteInbox, TokenVerifier, WebhookReceiver
@@ -118,3 +131,29 @@ async def test_every_receiver_refuses_once_the_shared_inbox_is_full(shared: Inbo
 
         # The sender's retry is accepted once the handlers have drained the inbox.
         await eventually(accepted, "the retried delivery to be accepted")
+
+
+async def test_a_full_queue_answers_503_until_work_drains() -> None:
+    receiver = make_receiver(workers=1, queue_limit=2)
+    gate = asyncio.Event()
+    seen = Recorder()
+
+    @receiver.on_completed()
+    async def gated(event: ProcessCompleted) -> None:
+        await gate.wait()
+        await seen(event)
+
+    async with serve(receiver) as client:
+        for pid in ("p-1", "p-2"):
+            response = await client.post(HOOK, data=encode(payload(pid)), headers=JSON)
+            assert response.status == 200
+        full = await client.post(HOOK, data=encode(payload("p-3")), headers=JSON)
+        assert full.status == 503
+        assert full.headers["Retry-After"] == "5"
+        gate.set()
+        await idle(receiver)
+        later = await client.post(HOOK, data=encode(payload("p-3")), headers=JSON)
+        assert await later.json() == {"status": "accepted"}
+        await idle(receiver)
+    assert sorted(seen.ids) == ["p-1", "p-2", "p-3"]
+    assert receiver.metrics.unavailable["queue_full"] == 1

@@ -8,9 +8,7 @@ ack leaves no effect behind, and the process that takes the entry over commits t
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ import aiohttp
 import asyncpg
 import pytest
 from inbox_contract import CLAIM_TIMEOUT, claim_eventually, event
+from node_process import start_node_process
 from whtools import HOOK, JSON, encode, idle, serve
 from whtools import payload as hook_payload
 
@@ -199,23 +198,8 @@ async def test_writes_of_a_retried_entry_are_committed_once(
 
 
 async def start_node(dsn: str, schema: str, name: str, mode: str) -> tuple[Any, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(NODE_SCRIPT),
-        dsn,
-        schema,
-        TOKEN,
-        name,
-        mode,
-        stdout=asyncio.subprocess.PIPE,
-    )
-    assert process.stdout is not None
-    async with asyncio.timeout(60):  # a guard against a hang, not a speed requirement
-        line = await process.stdout.readline()
-    if not line:
-        await process.wait()
-        raise AssertionError(f"node {name} exited with {process.returncode} before serving")
-    return process, f"http://127.0.0.1:{json.loads(line)['port']}/hooks/{TOKEN}"
+    process, port = await start_node_process(NODE_SCRIPT, dsn, schema, TOKEN, name, mode, name=name)
+    return process, f"http://127.0.0.1:{port}/hooks/{TOKEN}"
 
 
 @pytest.mark.slow

@@ -9,16 +9,20 @@ from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
-from inbox_contract import CLAIM_TIMEOUT, ClaimingInboxContract, claim_eventually, event
+from inbox_contract import (
+    CLAIM_TIMEOUT,
+    ClaimingInboxContract,
+    OpenInbox,
+    SharedInboxContract,
+    event,
+)
 
 from asyncsdk import ConfigurationError
 from webhooks import (
-    AtomicInbox,
     Inbox,
     InboxError,
     InboxUnavailableError,
     PostgresInbox,
-    UnknownEntryError,
 )
 
 pytestmark = pytest.mark.postgres
@@ -32,22 +36,28 @@ class TestPostgresInbox(ClaimingInboxContract):
         await inbox.close()
 
 
+class TestSharedPostgresInbox(SharedInboxContract):
+    @pytest.fixture
+    async def open_inbox(self, postgres_dsn: str, postgres_schema: str) -> AsyncIterator[OpenInbox]:
+        opened: list[PostgresInbox] = []
+
+        def open_inbox() -> PostgresInbox:
+            opened.append(
+                PostgresInbox(postgres_dsn, schema=postgres_schema, claim_timeout=CLAIM_TIMEOUT)
+            )
+            return opened[-1]
+
+        yield open_inbox
+        for inbox in opened:
+            await inbox.close()
+
+
 @pytest.fixture
 async def raw_postgres(postgres_dsn: str) -> AsyncIterator[asyncpg.Connection]:
     """A plain connection to the test database, to look at the rows behind the inbox."""
     conn = await asyncpg.connect(postgres_dsn)
     yield conn
     await conn.close()
-
-
-async def test_postgres_inbox_is_an_atomic_inbox(postgres_dsn: str, postgres_schema: str) -> None:
-    inbox = PostgresInbox(postgres_dsn, schema=postgres_schema)
-    try:
-        assert isinstance(inbox, Inbox)
-        assert isinstance(inbox, AtomicInbox)
-        assert "postgres" not in repr(inbox).split("@")[0].removeprefix("PostgresInbox(")
-    finally:
-        await inbox.close()
 
 
 async def test_puts_queued_before_close_are_committed(
@@ -65,20 +75,6 @@ async def test_puts_queued_before_close_are_committed(
         await again.close()
 
 
-async def test_puts_from_many_inboxes_store_each_event_once(
-    postgres_dsn: str, postgres_schema: str
-) -> None:
-    inboxes = [PostgresInbox(postgres_dsn, schema=postgres_schema) for _ in range(4)]
-    try:
-        puts = [ib.put(event(f"p-{n % 10}"), b"x") for n in range(40) for ib in inboxes]
-        results = await asyncio.gather(*puts)
-        assert results.count(True) == 10
-        assert await inboxes[0].pending_count() == 10
-    finally:
-        for ib in inboxes:
-            await ib.close()
-
-
 async def test_concurrent_consumers_take_disjoint_batches(
     postgres_dsn: str, postgres_schema: str
 ) -> None:
@@ -94,29 +90,6 @@ async def test_concurrent_consumers_take_disjoint_batches(
     finally:
         for ib in inboxes:
             await ib.close()
-
-
-async def test_a_crashed_consumers_entries_go_to_another_process(
-    postgres_dsn: str, postgres_schema: str
-) -> None:
-    crashed = PostgresInbox(postgres_dsn, schema=postgres_schema, claim_timeout=CLAIM_TIMEOUT)
-    for n in range(3):
-        await crashed.put(event(f"p-{n}"), f"body {n}".encode())
-    taken = await crashed.claim_batch("host-a", 10)
-    assert len(taken) == 3
-    await crashed.close()  # the process goes away without acking
-
-    survivor = PostgresInbox(postgres_dsn, schema=postgres_schema, claim_timeout=CLAIM_TIMEOUT)
-    try:
-        assert await survivor.claim_batch("host-b", 10) == []  # not before the claim times out
-        again = await claim_eventually(survivor, "host-b")
-        assert sorted(e.id for e in again) == sorted(e.id for e in taken)
-        assert {e.raw for e in again} == {b"body 0", b"body 1", b"body 2"}
-        assert all(e.attempts == 2 for e in again)
-        await survivor.ack_many([e.id for e in again])
-        assert await survivor.pending_count() == 0
-    finally:
-        await survivor.close()
 
 
 async def test_acked_rows_keep_only_the_key_until_the_retention_ends(
@@ -179,27 +152,6 @@ async def test_schemas_are_separate_inboxes(postgres_dsn: str, postgres_schema: 
             await conn.execute(f'DROP SCHEMA "{other_schema}" CASCADE')
         finally:
             await conn.close()
-
-
-async def test_dead_letters_replay_across_processes(
-    postgres_dsn: str, postgres_schema: str
-) -> None:
-    first = PostgresInbox(postgres_dsn, schema=postgres_schema)
-    second = PostgresInbox(postgres_dsn, schema=postgres_schema)
-    try:
-        await first.put(event(), b"x")
-        (entry,) = await first.claim_batch("a", 10)
-        await first.dead_letter(entry.id, "handler raised")
-        (dead,) = await second.dead_letters()
-        assert (dead.id, dead.last_error) == (entry.id, "handler raised")
-        await second.replay(dead.id)
-        with pytest.raises(UnknownEntryError, match="dead_letters"):
-            await second.replay(dead.id)
-        (again,) = await first.claim_batch("a", 10)
-        assert (again.id, again.last_error) == (entry.id, "handler raised")
-    finally:
-        await first.close()
-        await second.close()
 
 
 async def test_unreachable_server_is_inbox_unavailable() -> None:

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import functools
 import json
 from collections.abc import AsyncIterator
-from typing import Any
 
 import asyncpg
 import attrs
 import pytest
-from registry_contract import MakeRegistry, RegistryContract, completed
+from registry_contract import MakeRegistry, RegistryContract, registries
+from whtools import event
 
 from webhooks import PostgresRegistry, RegistryUnavailableError
 
@@ -26,18 +27,10 @@ class TestPostgresRegistry(RegistryContract):
 @pytest.fixture
 async def make_registry(postgres_dsn: str, postgres_schema: str) -> AsyncIterator[MakeRegistry]:
     """Registries on the test's schema (each one stands for another process)."""
-    made: list[PostgresRegistry] = []
-
-    async def make(*, started: bool = True, **options: Any) -> PostgresRegistry:
-        registry = PostgresRegistry(postgres_dsn, schema=postgres_schema, **options)
-        made.append(registry)
-        if started:
-            await registry.start()
-        return registry
-
-    yield make
-    for registry in made:
-        await registry.close()
+    async with registries(
+        functools.partial(PostgresRegistry, postgres_dsn, schema=postgres_schema)
+    ) as make:
+        yield make
 
 
 @pytest.fixture
@@ -66,7 +59,7 @@ async def test_each_instance_listens_on_one_connection_however_many_wait(
         tasks = [asyncio.create_task(registry.wait(f"p-{n}", timeout=10)) for n in range(300)]
         await asyncio.sleep(0.05)
         assert len(await listeners(raw_postgres, name)) == 1
-        await asyncio.gather(*(registry.resolve(completed(f"p-{n}")) for n in range(300)))
+        await asyncio.gather(*(registry.resolve(event(f"p-{n}")) for n in range(300)))
         assert len(await asyncio.gather(*tasks)) == 300
     finally:
         await registry.close()
@@ -91,11 +84,11 @@ async def test_a_result_stored_while_the_listener_is_down_still_arrives(
                 f'INSERT INTO "{postgres_schema}".results VALUES ($1, $2, now() + $3::interval)',
                 "p-1",
                 # The stored form: the event's fields as compact JSON.
-                json.dumps(attrs.asdict(completed("p-1")), separators=(",", ":")).encode(),
+                json.dumps(attrs.asdict(event("p-1")), separators=(",", ":")).encode(),
                 datetime.timedelta(minutes=1),
             )
             await raw_postgres.execute("SELECT pg_notify($1, 'p-1')", f"{postgres_schema}.results")
-        assert await waiter == completed("p-1")
+        assert await waiter == event("p-1")
         assert registry.subscriptions == 2
         assert registry.healthy
     finally:
@@ -106,7 +99,7 @@ async def test_results_are_kept_for_keep_for_in_the_schema(
     make_registry: MakeRegistry, postgres_schema: str, raw_postgres: asyncpg.Connection
 ) -> None:
     registry = await make_registry(keep_for=120)
-    await registry.resolve(completed("p-1"))
+    await registry.resolve(event("p-1"))
     rows = await raw_postgres.fetch(
         "SELECT process_id, extract(epoch FROM expires_at - now()) AS left"
         f' FROM "{postgres_schema}".results'
@@ -117,16 +110,16 @@ async def test_results_are_kept_for_keep_for_in_the_schema(
 
 async def test_an_expired_result_gives_way_to_a_new_one(make_registry: MakeRegistry) -> None:
     a, b = await make_registry(keep_for=0.2), await make_registry(keep_for=0.2)
-    await a.resolve(completed("p-1", src="first"))
+    await a.resolve(event("p-1", src="first"))
     await asyncio.sleep(0.3)
-    await a.resolve(completed("p-1", src="second"))
+    await a.resolve(event("p-1", src="second"))
     assert (await b.wait("p-1", timeout=5)).final_assets[0].src == "second"
 
 
 async def test_unreachable_server_is_reported() -> None:
     registry = PostgresRegistry("postgresql://postgres@127.0.0.1:1/test")
     with pytest.raises(RegistryUnavailableError, match="cannot be reached"):
-        await registry.resolve(completed())
+        await registry.resolve(event())
     with pytest.raises(RegistryUnavailableError, match="is the server running"):
         await registry.start(timeout=0.3)
     assert registry.closed

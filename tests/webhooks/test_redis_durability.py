@@ -1,6 +1,6 @@
 """What the Redis inbox promises about a crash of the Redis host, stated at start and enforced.
 
-Each test runs its own ``redis-server`` (``redis_server.OwnRedis``): it is killed, restarted,
+Each test runs its own ``redis-server`` (``own_servers.OwnRedis``): it is killed, restarted,
 reconfigured and its append-only file cut, which the shared server must never be.
 
 - At start the inbox logs one line naming the server's persistence and what a host crash loses.
@@ -23,12 +23,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
+import own_servers
 import pytest
 import redis.asyncio
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 from inbox_contract import event
-from redis_server import OwnRedis
+from own_servers import OwnRedis
 from whtools import HOOK, JSON, TOKEN, encode, eventually, payload, serve, wait_until
 
 from asyncsdk import ConfigurationError, ProcessCompleted
@@ -39,14 +40,12 @@ pytestmark = [pytest.mark.slow]
 PREFIX = "durability:"
 
 
-@pytest.fixture
-def own_redis(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[OwnRedis]:
+@pytest.fixture(name="own_redis")
+def own_redis_fixture(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[OwnRedis]:
     """A server of this test's own; ``@pytest.mark.parametrize("own_redis", [...], indirect=True)``
     names its ``appendfsync``."""
-    server = OwnRedis(tmp_path / "redis", getattr(request, "param", "everysec"))
-    server.start()
-    yield server
-    server.stop()
+    with own_servers.own_redis(tmp_path / "redis", getattr(request, "param", "everysec")) as server:
+        yield server
 
 
 def start_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -116,9 +115,9 @@ async def test_a_server_refusing_config_is_read_from_info_and_says_why(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A managed Redis may refuse CONFIG: here it is renamed away, as some providers do."""
-    server = OwnRedis(tmp_path / "redis", extra=("--rename-command", "CONFIG", ""))
-    server.start()
-    try:
+    with own_servers.own_redis(
+        tmp_path / "redis", "everysec", ("--rename-command", "CONFIG", "")
+    ) as server:
         caplog.set_level(logging.INFO, logger="webhooks")
         await checked(RedisInbox(server.url, prefix=PREFIX))
         (line,) = start_lines(caplog)
@@ -130,8 +129,6 @@ async def test_a_server_refusing_config_is_read_from_info_and_says_why(
         # Strict mode cannot tell that each write is fsynced: refused, saying why.
         with pytest.raises(ConfigurationError, match="CONFIG GET refused"):
             await checked(RedisInbox(server.url, prefix=PREFIX, durability="strict"))
-    finally:
-        server.stop()
 
 
 # -- strict mode -------------------------------------------------------------------------------
@@ -254,11 +251,8 @@ async def test_strict_mode_with_replicas_answers_2xx_only_once_a_replica_holds_t
         lonely = await client.post(HOOK, data=encode(payload("lonely")), headers=JSON)
         assert lonely.status == 503
 
-        replica = OwnRedis(
-            tmp_path / "replica", extra=("--replicaof", "127.0.0.1", str(own_redis.port))
-        )
-        replica.start()
-        try:
+        primary = ("--replicaof", "127.0.0.1", str(own_redis.port))
+        with own_servers.own_redis(tmp_path / "replica", "everysec", primary) as replica:
             reader = redis.asyncio.Redis.from_url(replica.url)
             try:
                 await eventually(
@@ -274,8 +268,6 @@ async def test_strict_mode_with_replicas_answers_2xx_only_once_a_replica_holds_t
                 assert await sent(client, "lonely") == "duplicate"
             finally:
                 await reader.aclose()
-        finally:
-            replica.stop()
 
 
 async def _linked(replica: redis.asyncio.Redis) -> bool:

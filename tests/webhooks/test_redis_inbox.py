@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
 import redis.asyncio
-from inbox_contract import CLAIM_TIMEOUT, ClaimingInboxContract, claim_eventually, event
+from inbox_contract import (
+    CLAIM_TIMEOUT,
+    ClaimingInboxContract,
+    OpenInbox,
+    SharedInboxContract,
+    event,
+)
 
 from asyncsdk import ConfigurationError
-from webhooks import Inbox, InboxError, InboxUnavailableError, RedisInbox, UnknownEntryError
+from webhooks import (
+    Inbox,
+    InboxError,
+    InboxUnavailableError,
+    RedisInbox,
+)
 
 pytestmark = pytest.mark.redis
 
@@ -21,6 +31,20 @@ class TestRedisInbox(ClaimingInboxContract):
         inbox = RedisInbox(redis_url, prefix=redis_prefix, claim_timeout=CLAIM_TIMEOUT)
         yield inbox
         await inbox.close()
+
+
+class TestSharedRedisInbox(SharedInboxContract):
+    @pytest.fixture
+    async def open_inbox(self, redis_url: str, redis_prefix: str) -> AsyncIterator[OpenInbox]:
+        opened: list[RedisInbox] = []
+
+        def open_inbox() -> RedisInbox:
+            opened.append(RedisInbox(redis_url, prefix=redis_prefix, claim_timeout=CLAIM_TIMEOUT))
+            return opened[-1]
+
+        yield open_inbox
+        for inbox in opened:
+            await inbox.close()
 
 
 async def test_a_claimed_put_hands_out_the_oldest_entry_nobody_took(
@@ -38,52 +62,6 @@ async def test_a_claimed_put_hands_out_the_oldest_entry_nobody_took(
         assert (later.event, later.raw, later.attempts) == (event("p-2"), b"second", 1)
     finally:
         await inbox.close()
-
-
-async def test_redis_inbox_is_an_inbox(redis_url: str, redis_prefix: str) -> None:
-    inbox = RedisInbox(redis_url, prefix=redis_prefix)
-    try:
-        assert isinstance(inbox, Inbox)
-    finally:
-        await inbox.close()
-
-
-async def test_puts_from_many_inboxes_store_each_event_once(
-    redis_url: str, redis_prefix: str
-) -> None:
-    inboxes = [RedisInbox(redis_url, prefix=redis_prefix) for _ in range(4)]
-    try:
-        puts = [ib.put(event(f"p-{n % 10}"), b"x") for n in range(40) for ib in inboxes]
-        results = await asyncio.gather(*puts)
-        assert results.count(True) == 10
-        assert await inboxes[0].pending_count() == 10
-    finally:
-        for ib in inboxes:
-            await ib.close()
-
-
-async def test_a_crashed_consumers_entries_go_to_another_process(
-    redis_url: str, redis_prefix: str
-) -> None:
-    crashed = RedisInbox(redis_url, prefix=redis_prefix, claim_timeout=CLAIM_TIMEOUT)
-    for n in range(3):
-        await crashed.put(event(f"p-{n}"), f"body {n}".encode())
-    taken = await crashed.claim_batch("host-a", 10)
-    assert len(taken) == 3
-    await crashed.close()  # the process goes away without acking
-
-    survivor = RedisInbox(redis_url, prefix=redis_prefix, claim_timeout=CLAIM_TIMEOUT)
-    try:
-        assert await survivor.claim_batch("host-b", 10) == []  # not before the claim times out
-        again = await claim_eventually(survivor, "host-b")
-        assert sorted(e.id for e in again) == sorted(e.id for e in taken)
-        assert {e.raw for e in again} == {b"body 0", b"body 1", b"body 2"}
-        assert all(e.attempts == 2 for e in again)
-        for entry in again:
-            await survivor.ack(entry.id)
-        assert await survivor.pending_count() == 0
-    finally:
-        await survivor.close()
 
 
 async def test_ack_deletes_the_entry_so_the_stream_stays_small(
@@ -158,27 +136,6 @@ async def test_a_failed_append_leaves_no_dedup_claim(
         assert await inbox.put(event(), b"x") is True  # the sender's retry is accepted
     finally:
         await inbox.close()
-
-
-async def test_dead_letters_replay_across_processes(redis_url: str, redis_prefix: str) -> None:
-    first = RedisInbox(redis_url, prefix=redis_prefix)
-    second = RedisInbox(redis_url, prefix=redis_prefix)
-    try:
-        await first.put(event(), b"x")
-        (entry,) = await first.claim_batch("a", 10)
-        await first.dead_letter(entry.id, "handler raised")
-        (dead,) = await second.dead_letters()
-        assert dead.id == entry.id
-        assert dead.last_error == "handler raised"
-        await second.replay(dead.id)
-        with pytest.raises(UnknownEntryError, match="dead_letters"):
-            await second.replay(dead.id)
-        (again,) = await first.claim_batch("a", 10)
-        assert again.id == entry.id
-        assert again.last_error == "handler raised"
-    finally:
-        await first.close()
-        await second.close()
 
 
 async def test_unreachable_redis_is_inbox_unavailable() -> None:

@@ -12,7 +12,6 @@ import asyncio
 import json
 import random
 import signal
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import aiohttp
 import attrs
 import pytest
 import redis.asyncio
+from node_process import start_node_process
 
 from asyncsdk import ProcessCompleted, structure
 from webhooks import RedisInbox
@@ -48,23 +48,10 @@ class Node:
 
 
 async def start_node(redis_url: str, prefix: str, name: str, mode: str = "") -> Node:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(NODE_SCRIPT),
-        redis_url,
-        prefix,
-        TOKEN,
-        name,
-        mode,
-        stdout=asyncio.subprocess.PIPE,
+    process, port = await start_node_process(
+        NODE_SCRIPT, redis_url, prefix, TOKEN, name, mode, name=name
     )
-    assert process.stdout is not None
-    async with asyncio.timeout(60):  # a guard against a hang, not a speed requirement
-        line = await process.stdout.readline()
-    if not line:
-        await process.wait()
-        raise AssertionError(f"node {name} exited with {process.returncode} before serving")
-    return Node(name, process, json.loads(line)["port"])
+    return Node(name, process, port)
 
 
 async def stop_node(node: Node, sig: int = signal.SIGTERM) -> int:

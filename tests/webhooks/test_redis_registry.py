@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import AsyncIterator
-from typing import Any
 
 import attrs
 import pytest
 import redis.asyncio
-from registry_contract import MakeRegistry, RegistryContract, completed
+from registry_contract import MakeRegistry, RegistryContract, registries
+from whtools import event
 
 from webhooks import RedisRegistry, RegistryUnavailableError
 
@@ -24,18 +25,8 @@ class TestRedisRegistry(RegistryContract):
 @pytest.fixture
 async def make_registry(redis_url: str, redis_prefix: str) -> AsyncIterator[MakeRegistry]:
     """Registries on the test's prefix (each one stands for another process)."""
-    made: list[RedisRegistry] = []
-
-    async def make(*, started: bool = True, **options: Any) -> RedisRegistry:
-        registry = RedisRegistry(redis_url, prefix=redis_prefix, **options)
-        made.append(registry)
-        if started:
-            await registry.start()
-        return registry
-
-    yield make
-    for registry in made:
-        await registry.close()
+    async with registries(functools.partial(RedisRegistry, redis_url, prefix=redis_prefix)) as make:
+        yield make
 
 
 async def numsub(raw_redis: redis.asyncio.Redis, channel: str) -> int:
@@ -53,7 +44,7 @@ async def test_each_instance_holds_one_pubsub_subscription(
     await asyncio.sleep(0.05)
     assert await numsub(raw_redis, channel) == 2
     assert a.subscriptions == b.subscriptions == 1
-    await asyncio.gather(*(a.resolve(completed(f"p-{n}")) for n in range(500)))
+    await asyncio.gather(*(a.resolve(event(f"p-{n}")) for n in range(500)))
     assert len(await asyncio.gather(*tasks)) == 1000
     await a.close()
     await b.close()
@@ -79,14 +70,14 @@ async def test_a_result_published_while_the_subscription_is_down_still_arrives(
         # Atomically: drop the subscription, then store and publish the result.  The message
         # reaches nobody; only the re-read after subscribing again can find the result.
         # The stored form: the event as compact JSON, as the registry writes it.
-        event = json.dumps(attrs.asdict(completed("p-1")), separators=(",", ":"))
+        stored_form = json.dumps(attrs.asdict(event("p-1")), separators=(",", ":"))
         async with raw_redis.pipeline(transaction=True) as tx:
             tx.client_kill_filter(_id=conn["id"])
-            tx.set(f"{redis_prefix}result:p-1", event, px=60_000, nx=True)
-            tx.publish(f"{redis_prefix}results", event)
+            tx.set(f"{redis_prefix}result:p-1", stored_form, px=60_000, nx=True)
+            tx.publish(f"{redis_prefix}results", stored_form)
             killed, stored, heard_by = await tx.execute()
         assert (killed, stored, heard_by) == (1, True, 0)
-        assert await waiter == completed("p-1")
+        assert await waiter == event("p-1")
         assert registry.subscriptions == 2
         assert registry.healthy
     finally:
@@ -99,7 +90,7 @@ async def test_result_keys_are_under_the_prefix_and_expire(
     make_registry: MakeRegistry, redis_prefix: str, raw_redis: redis.asyncio.Redis
 ) -> None:
     registry = await make_registry(keep_for=120)
-    await registry.resolve(completed("p-1"))
+    await registry.resolve(event("p-1"))
     keys = [k async for k in raw_redis.scan_iter(match=f"{redis_prefix}*")]
     assert keys == [f"{redis_prefix}result:p-1".encode()]
     assert 110_000 < await raw_redis.pttl(keys[0]) <= 120_000
@@ -108,7 +99,7 @@ async def test_result_keys_are_under_the_prefix_and_expire(
 async def test_unreachable_redis_is_reported(caplog: pytest.LogCaptureFixture) -> None:
     registry = RedisRegistry("redis://127.0.0.1:1/0")
     with pytest.raises(RegistryUnavailableError, match="cannot be reached"):
-        await registry.resolve(completed())
+        await registry.resolve(event())
     with pytest.raises(RegistryUnavailableError, match="is the server running"):
         await registry.start(timeout=0.3)
     assert registry.closed

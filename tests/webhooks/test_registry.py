@@ -9,27 +9,22 @@ from collections.abc import Coroutine
 from typing import Any
 
 import pytest
+from whtools import HOOK, JSON, TOKEN, encode, event, payload, serve
 
 from asyncsdk import (
     AsyncSDKError,
     ConfigurationError,
     ProcessCompleted,
-    ResultAsset,
-    ResultWaiter,
     WaitTimeoutError,
 )
-from webhooks import Registry, RegistryClosedError, RegistrySink, RegistryStats
-
-
-def completed(process_id: str = "p-1", status: str = "done", src: str = "u1") -> ProcessCompleted:
-    return ProcessCompleted(
-        event="process.completed",
-        process_id=process_id,
-        order_id="o-1",
-        tool="tool-virtual-staging",
-        status=status,
-        final_assets=(ResultAsset(asset_id="a-1", src=src),) if status == "done" else (),
-    )
+from webhooks import (
+    MemoryInbox,
+    Registry,
+    RegistryClosedError,
+    RegistryStats,
+    TokenVerifier,
+    WebhookReceiver,
+)
 
 
 async def started(
@@ -41,10 +36,19 @@ async def started(
     return tasks
 
 
-def test_registry_is_a_result_waiter_and_a_registry_sink() -> None:
+async def test_a_receiver_feeds_its_registry_and_keeps_it_healthy_while_it_runs() -> None:
     registry = Registry()
-    assert isinstance(registry, ResultWaiter)
-    assert isinstance(registry, RegistrySink)
+    receiver = WebhookReceiver(
+        inbox=MemoryInbox(), verifier=TokenVerifier(TOKEN), registry=registry, poll_interval=0.05
+    )
+    assert not registry.healthy  # no receiver yet: a client waiting on it would poll
+    async with serve(receiver) as client:
+        assert registry.healthy
+        waiting = asyncio.create_task(registry.wait("p-1", timeout=10))
+        response = await client.post(HOOK, data=encode(payload("p-1")), headers=JSON)
+        assert response.status == 200
+        assert (await waiting).process_id == "p-1"
+    assert not registry.healthy  # the receiver stopped: waiters fall back to polling
 
 
 async def test_every_waiter_of_an_id_gets_the_event() -> None:
@@ -53,10 +57,10 @@ async def test_every_waiter_of_an_id_gets_the_event() -> None:
     other = await started(registry.wait("p-2", timeout=10))
     assert registry.stats == RegistryStats(pending_waiters=6, pending_ids=2, kept_events=0)
 
-    assert registry.resolve_nowait(completed("p-1")) == 5
-    assert await asyncio.gather(*tasks) == [completed("p-1")] * 5
+    assert registry.resolve_nowait(event("p-1")) == 5
+    assert await asyncio.gather(*tasks) == [event("p-1")] * 5
     assert not other[0].done()
-    await registry.resolve(completed("p-2", status="failed"))
+    await registry.resolve(event("p-2", status="failed"))
     assert (await other[0]).status == "failed"
     assert registry.pending_count == 0
     assert registry.pending_ids() == []
@@ -64,18 +68,18 @@ async def test_every_waiter_of_an_id_gets_the_event() -> None:
 
 async def test_an_event_that_lands_first_is_kept_for_later_waiters() -> None:
     registry = Registry()
-    await registry.resolve(completed("p-1"))
+    await registry.resolve(event("p-1"))
     # timeout=0 still returns a kept event: nothing has to be waited for.
-    assert await registry.wait("p-1", timeout=0) == completed("p-1")
-    assert await registry.wait("p-1") == completed("p-1")
+    assert await registry.wait("p-1", timeout=0) == event("p-1")
+    assert await registry.wait("p-1") == event("p-1")
     assert registry.stats.kept_events == 1
     assert registry.pending_count == 0
 
 
 async def test_kept_events_expire_after_keep_for() -> None:
     registry = Registry(keep_for=0.05)
-    await registry.resolve(completed("p-1"))
-    await registry.resolve(completed("p-2"))
+    await registry.resolve(event("p-1"))
+    await registry.resolve(event("p-2"))
     await asyncio.sleep(0.08)
     with pytest.raises(WaitTimeoutError):
         await registry.wait("p-1", timeout=0)
@@ -88,12 +92,12 @@ async def test_kept_events_expire_after_keep_for() -> None:
 
 async def test_keep_for_zero_keeps_nothing_and_max_kept_drops_the_oldest() -> None:
     nothing = Registry(keep_for=0)
-    await nothing.resolve(completed("p-1"))
+    await nothing.resolve(event("p-1"))
     assert nothing.stats.kept_events == 0
 
     small = Registry(max_kept=2)
     for n in range(3):
-        await small.resolve(completed(f"p-{n}"))
+        await small.resolve(event(f"p-{n}"))
     assert small.stats.kept_events == 2
     with pytest.raises(WaitTimeoutError):
         await small.wait("p-0", timeout=0)
@@ -102,12 +106,12 @@ async def test_keep_for_zero_keeps_nothing_and_max_kept_drops_the_oldest() -> No
 
 async def test_the_first_event_of_an_id_wins() -> None:
     registry = Registry()
-    await registry.resolve(completed("p-1", src="first"))
-    await registry.resolve(completed("p-1", src="second"))
-    await registry.resolve(completed("p-1", status="failed"))
-    event = await registry.wait("p-1", timeout=0)
-    assert event.status == "done"
-    assert event.final_assets[0].src == "first"
+    await registry.resolve(event("p-1", src="first"))
+    await registry.resolve(event("p-1", src="second"))
+    await registry.resolve(event("p-1", status="failed"))
+    kept = await registry.wait("p-1", timeout=0)
+    assert kept.status == "done"
+    assert kept.final_assets[0].src == "first"
 
 
 async def test_cancelling_one_waiter_leaves_the_others_waiting() -> None:
@@ -124,8 +128,8 @@ async def test_cancelling_one_waiter_leaves_the_others_waiting() -> None:
     assert alone.cancelled()
     assert registry.stats == RegistryStats(pending_waiters=1, pending_ids=1, kept_events=0)
 
-    await registry.resolve(completed("p-1"))
-    assert await keep == completed("p-1")
+    await registry.resolve(event("p-1"))
+    assert await keep == event("p-1")
 
 
 async def test_a_timed_out_waiter_removes_itself() -> None:
@@ -137,7 +141,7 @@ async def test_a_timed_out_waiter_removes_itself() -> None:
     assert caught.value.process_id == "p-1"
     assert "p-1" in str(caught.value)
     assert registry.pending_count == 1
-    await registry.resolve(completed("p-1"))
+    await registry.resolve(event("p-1"))
     assert (await slow).process_id == "p-1"
     assert registry.stats == RegistryStats(pending_waiters=0, pending_ids=0, kept_events=1)
 
@@ -157,7 +161,7 @@ async def test_100000_waiters_resolve_or_time_out_and_leave_nothing_behind() -> 
     )
     held = sys.getallocatedblocks() - before
     for pid in ids[:25_000]:
-        registry.resolve_nowait(completed(pid))
+        registry.resolve_nowait(event(pid))
     assert registry.stats.pending_waiters == 50_000
 
     results = await asyncio.gather(*tasks, return_exceptions=True)
@@ -177,7 +181,7 @@ async def test_100000_waiters_resolve_or_time_out_and_leave_nothing_behind() -> 
 
 async def test_close_fails_every_pending_waiter_and_later_waits() -> None:
     registry = Registry(healthy=True)
-    await registry.resolve(completed("kept"))
+    await registry.resolve(event("kept"))
     tasks = await started(registry.wait("p-1"), registry.wait("p-1"), registry.wait("p-2"))
     await registry.close()
     for task in tasks:
@@ -192,7 +196,7 @@ async def test_close_fails_every_pending_waiter_and_later_waits() -> None:
     with pytest.raises(RegistryClosedError):
         await registry.wait("kept")
     # Events after close are ignored; close is idempotent.
-    assert registry.resolve_nowait(completed("p-3")) == 0
+    assert registry.resolve_nowait(event("p-3")) == 0
     await registry.close()
 
 

@@ -7,7 +7,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from inbox_contract import CLAIM_TIMEOUT, ClaimingInboxContract, claim_eventually, event
+from inbox_contract import (
+    CLAIM_TIMEOUT,
+    ClaimingInboxContract,
+    OpenInbox,
+    SharedInboxContract,
+    claim_eventually,
+    event,
+)
 
 from webhooks import Inbox, InboxUnavailableError, MemoryInbox, SQLiteInbox
 
@@ -26,6 +33,22 @@ class TestSQLiteInbox(ClaimingInboxContract):
         inbox = SQLiteInbox(tmp_path / "inbox.sqlite3", claim_timeout=CLAIM_TIMEOUT)
         yield inbox
         await inbox.close()
+
+
+class TestSharedSQLiteInbox(SharedInboxContract):
+    """Processes of one host sharing one database file."""
+
+    @pytest.fixture
+    async def open_inbox(self, tmp_path: Path) -> AsyncIterator[OpenInbox]:
+        opened: list[SQLiteInbox] = []
+
+        def open_inbox() -> SQLiteInbox:
+            opened.append(SQLiteInbox(tmp_path / "inbox.sqlite3", claim_timeout=CLAIM_TIMEOUT))
+            return opened[-1]
+
+        yield open_inbox
+        for inbox in opened:
+            await inbox.close()
 
 
 async def test_a_long_memory_backlog_hands_out_every_event_as_stored() -> None:

@@ -11,8 +11,16 @@ from typing import Any, TypeVar
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from asyncsdk import ProcessCompleted
-from webhooks import InboxEntry, InboxUnavailableError, MemoryInbox, WebhookReceiver
+from asyncsdk import ProcessCompleted, ResultAsset
+from webhooks import (
+    Inbox,
+    InboxEntry,
+    InboxUnavailableError,
+    MemoryInbox,
+    NoVerification,
+    TokenVerifier,
+    WebhookReceiver,
+)
 
 T = TypeVar("T")
 
@@ -55,6 +63,35 @@ def payload(
 
 def encode(body: Any) -> bytes:
     return json.dumps(body).encode()
+
+
+def event(process_id: str = "p-1", status: str = "done", src: str = "u1") -> ProcessCompleted:
+    """A parsed ``process.completed`` event, as an inbox stores it and a registry hands it out."""
+    return ProcessCompleted(
+        event="process.completed",
+        process_id=process_id,
+        order_id="o-1",
+        tool="tool-virtual-staging",
+        status=status,
+        final_assets=(ResultAsset(asset_id="a-1", src=src),) if status == "done" else (),
+    )
+
+
+def make_receiver(inbox: Inbox | None = None, **options: Any) -> WebhookReceiver:
+    """A receiver on ``inbox`` (a fresh :class:`MemoryInbox` by default) taking ``TOKEN`` and
+    ``OLD_TOKEN``, its workers polling every 50 ms; ``options`` as ``WebhookReceiver`` takes."""
+    return WebhookReceiver(
+        inbox=inbox if inbox is not None else MemoryInbox(),
+        verifier=TokenVerifier([TOKEN, OLD_TOKEN]),
+        poll_interval=0.05,
+        **options,
+    )
+
+
+def bare_receiver(inbox: Inbox, **options: Any) -> WebhookReceiver:
+    """A receiver that verifies nothing, for tests that store events in ``inbox`` themselves
+    and start it without serving it."""
+    return WebhookReceiver(inbox=inbox, verifier=NoVerification(), **options)
 
 
 @contextlib.asynccontextmanager

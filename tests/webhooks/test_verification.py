@@ -184,3 +184,27 @@ async def test_a_listed_token_is_verified_once_with_the_body_an_unknown_one_befo
         wrong = await client.post("/hooks/" + OLD_TOKEN, data=BODY, headers=JSON)
         assert wrong.status == 401
         assert recording.bodies == [b""]  # refused with the body unread
+
+
+async def test_token_in_path_or_header_with_rotation() -> None:
+    receiver = WebhookReceiver(
+        inbox=MemoryInbox(), verifier=TokenVerifier([TOKEN, OLD_TOKEN], header="x-hook-token")
+    )
+    async with serve(receiver) as client:
+        body = encode(payload())
+        assert (await client.post(HOOK, data=body, headers=JSON)).status == 200
+        old = await client.post(f"/hooks/{OLD_TOKEN}", data=encode(payload("p-2")), headers=JSON)
+        assert old.status == 200
+        header = await client.post(
+            "/hooks/", data=encode(payload("p-3")), headers={**JSON, "X-Hook-Token": TOKEN}
+        )
+        assert header.status == 200
+        wrong = await client.post("/hooks/" + "w" * 40, data=body, headers=JSON)
+        assert wrong.status == 401
+        assert (await wrong.json()) == {"error": "invalid webhook token"}
+        missing = await client.post("/hooks/", data=body, headers=JSON)
+        assert missing.status == 401
+        assert "x-hook-token" in (await missing.json())["error"]
+        assert TOKEN not in await missing.text()
+    assert receiver.metrics.accepted == 3
+    assert receiver.metrics.rejected["token"] == 2

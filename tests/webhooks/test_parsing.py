@@ -36,7 +36,9 @@ def test_a_service_payload_parses_with_the_webhook_url_spelling() -> None:
     ["application/json", "application/json; charset=utf-8", 'Application/JSON; charset="UTF-8"'],
 )
 def test_json_content_types_with_optional_utf8_charset_are_accepted(content_type: str) -> None:
-    assert isinstance(parse_delivery(encode(payload()), content_type), Parsed)
+    result = parse_delivery(encode(payload("p-ct")), content_type)
+    assert isinstance(result, Parsed)
+    assert result.event.process_id == "p-ct"
 
 
 @pytest.mark.parametrize(
@@ -122,6 +124,7 @@ def test_failed_events_may_omit_or_null_final_assets() -> None:
     assert result.event.final_assets == ()
     result = parse_delivery(encode({**body, "final_assets": None}), CT)
     assert isinstance(result, Parsed)
+    assert result.event.final_assets == ()
 
 
 def test_unknown_statuses_and_tools_parse() -> None:
@@ -146,7 +149,11 @@ JSON_VALUES = st.recursive(
 @given(JSON_VALUES)
 def test_any_json_value_gets_a_verdict_never_an_exception(value: object) -> None:
     result = parse_delivery(json.dumps(value).encode(), CT)
+    # The sender gets an answer to act on: a 4xx that says what is wrong, or an ack.
     assert isinstance(result, Parsed | Ignored | Rejection)
+    if isinstance(result, Rejection):
+        assert 400 <= result.status < 500
+        assert result.reason
 
 
 @given(st.binary(max_size=200))

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Sequence
 
 from inbox_contract import event
-from whtools import JSON, Recorder, encode, payload, serve, wait_until
+from whtools import JSON, Recorder, bare_receiver, encode, payload, serve, wait_until
 
 from asyncsdk import ProcessCompleted
 from webhooks import (
@@ -43,10 +43,6 @@ class PacedInbox(MemoryInbox):
         await super().ack_many(entry_ids)
 
 
-def receiver_for(inbox: MemoryInbox, **options: object) -> WebhookReceiver:
-    return WebhookReceiver(inbox=inbox, verifier=NoVerification(), **options)  # type: ignore[arg-type]
-
-
 async def store(inbox: MemoryInbox, count: int) -> None:
     for n in range(count):
         assert await inbox.put(event(f"p-{n}"), b"{}")
@@ -55,7 +51,7 @@ async def store(inbox: MemoryInbox, count: int) -> None:
 async def test_acks_of_entries_finished_together_go_out_together() -> None:
     inbox = PacedInbox(ack_delay=0.02)
     await store(inbox, 200)
-    receiver = receiver_for(inbox)
+    receiver = bare_receiver(inbox)
     seen = Recorder()
     receiver.add_handler(seen)
     await receiver.start()
@@ -71,7 +67,7 @@ async def test_acks_of_entries_finished_together_go_out_together() -> None:
 async def test_an_entry_waiting_for_its_ack_keeps_its_claim() -> None:
     inbox = PacedInbox(ack_delay=1.0, claim_timeout=0.3)
     await store(inbox, 1)
-    receiver = receiver_for(inbox, poll_interval=10.0, close_inbox=False)
+    receiver = bare_receiver(inbox, poll_interval=10.0, close_inbox=False)
     seen = Recorder()
     receiver.add_handler(seen)
     await receiver.start()
@@ -92,7 +88,7 @@ async def test_an_entry_waiting_for_its_ack_keeps_its_claim() -> None:
 async def test_stop_waits_for_the_acks_of_finished_entries() -> None:
     inbox = PacedInbox(ack_delay=0.3)
     await store(inbox, 20)
-    receiver = receiver_for(inbox, close_inbox=False)
+    receiver = bare_receiver(inbox, close_inbox=False)
     seen = Recorder()
     receiver.add_handler(seen)
     await receiver.start()
@@ -105,7 +101,7 @@ async def test_stop_waits_for_the_acks_of_finished_entries() -> None:
 async def test_claims_grow_for_fast_handlers_and_stay_small_for_slow_ones() -> None:
     fast = PacedInbox(claim_delay=0.01)
     await store(fast, 1000)
-    receiver = receiver_for(fast, workers=4)
+    receiver = bare_receiver(fast, workers=4)
     receiver.add_handler(Recorder())
     await receiver.start()
     try:
@@ -117,7 +113,7 @@ async def test_claims_grow_for_fast_handlers_and_stay_small_for_slow_ones() -> N
 
     slow = PacedInbox(claim_delay=0.01)
     await store(slow, 24)
-    receiver = receiver_for(slow, workers=4)
+    receiver = bare_receiver(slow, workers=4)
 
     async def slow_handler(_: ProcessCompleted) -> None:
         await asyncio.sleep(0.05)
@@ -147,7 +143,7 @@ class FirstAckFails(PacedInbox):
 async def test_a_failed_ack_does_not_run_succeeded_handlers_again() -> None:
     inbox = FirstAckFails(claim_timeout=0.3)
     await store(inbox, 1)
-    receiver = receiver_for(inbox, poll_interval=0.05)
+    receiver = bare_receiver(inbox, poll_interval=0.05)
     seen = Recorder()
     receiver.add_handler(seen)
     await receiver.start()
@@ -202,7 +198,7 @@ async def test_acks_failing_past_the_claim_timeout_are_sent_again_and_the_claim_
     inbox = StallingInbox(claim_timeout=0.3)
     inbox.acks_down = True
     await store(inbox, 3)
-    receiver = receiver_for(inbox, poll_interval=0.05, close_inbox=False)
+    receiver = bare_receiver(inbox, poll_interval=0.05, close_inbox=False)
     seen = Recorder()
     receiver.add_handler(seen)
     await receiver.start()
@@ -225,7 +221,7 @@ async def test_a_store_down_for_less_than_two_thirds_of_the_claim_timeout_keeps_
 ):
     inbox = StallingInbox(claim_timeout=3.0)
     await store(inbox, 3)
-    receiver = receiver_for(inbox, poll_interval=0.05, close_inbox=False)
+    receiver = bare_receiver(inbox, poll_interval=0.05, close_inbox=False)
     seen = Recorder()
     release = asyncio.Event()
 
@@ -380,7 +376,7 @@ class SwallowingInbox(MemoryInbox):
 
 async def test_stop_ends_even_when_an_inbox_call_swallows_its_cancellation() -> None:
     inbox = SwallowingInbox()
-    receiver = receiver_for(inbox, poll_interval=0.01)
+    receiver = bare_receiver(inbox, poll_interval=0.01)
     await receiver.start()
     # The heartbeat counts the inbox's depth every ten ticks; it is in that call now.
     await asyncio.wait_for(inbox.hanging.wait(), 10)

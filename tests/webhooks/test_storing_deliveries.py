@@ -22,30 +22,22 @@ from hypothesis import strategies as st
 from whtools import (
     HOOK,
     JSON,
-    TOKEN,
     GatedInbox,
     Recorder,
+    SwitchableInbox,
     cancellation_watch,
     encode,
     idle,
+    make_receiver,
     payload,
     serve,
     wait_until,
 )
 
 from asyncsdk import ProcessCompleted, ResultAsset
-from webhooks import Inbox, SQLiteInbox, TokenVerifier, WebhookReceiver
+from webhooks import SQLiteInbox
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-def make(inbox: Inbox, **options: object) -> WebhookReceiver:
-    return WebhookReceiver(
-        inbox=inbox,
-        verifier=TokenVerifier(TOKEN),
-        poll_interval=0.05,
-        **options,  # type: ignore[arg-type]
-    )
 
 
 @pytest.fixture
@@ -72,7 +64,7 @@ def write_lock(db: Path) -> Iterator[Callable[[], None]]:
 
 async def test_a_store_slower_than_put_timeout_answers_503_and_still_stores_once() -> None:
     inbox = GatedInbox()
-    receiver = make(inbox, put_timeout=0.2, retry_after=3)
+    receiver = make_receiver(inbox, put_timeout=0.2, retry_after=3)
     seen = Recorder()
     receiver.on_completed()(seen)
     async with serve(receiver) as client:
@@ -88,29 +80,9 @@ async def test_a_store_slower_than_put_timeout_answers_503_and_still_stores_once
     assert seen.ids == ["p-1"]
 
 
-async def test_an_entry_stored_while_the_receiver_stops_is_handed_back_at_once() -> None:
-    # The put started while a worker was free, so it hands its entry to this receiver; the
-    # receiver stops before the write is done.  Once it is, the entry goes back to the inbox at
-    # once, for another node, rather than after the claim times out (a minute).
-    inbox = GatedInbox()
-    receiver = make(inbox, put_timeout=5.0, close_inbox=False)
-    async with serve(receiver) as client:
-        post = asyncio.create_task(client.post(HOOK, data=encode(payload("p-1")), headers=JSON))
-        async with asyncio.timeout(10):
-            await inbox.entered.wait()
-        stopping = asyncio.create_task(receiver.stop())
-        await asyncio.sleep(0.05)
-        inbox.gate.set()
-        await stopping
-        assert await (await post).json() == {"status": "accepted"}
-    (entry,) = await inbox.claim_batch("another-node", 10)
-    assert entry.event.process_id == "p-1"
-    assert entry.last_error == "the receiver stopped before the entry started"
-
-
 async def test_a_deadline_per_request_each_counted_from_its_own_start() -> None:
     inbox = GatedInbox()
-    receiver = make(inbox, put_timeout=0.2)
+    receiver = make_receiver(inbox, put_timeout=0.2)
     async with serve(receiver) as client:
         first = asyncio.create_task(client.post(HOOK, data=encode(payload("p-1")), headers=JSON))
         async with asyncio.timeout(10):
@@ -129,7 +101,7 @@ async def test_a_deadline_per_request_each_counted_from_its_own_start() -> None:
 async def test_sqlite_locked_past_put_timeout_answers_503_then_the_retry_is_a_duplicate(
     db: Path,
 ) -> None:
-    receiver = make(SQLiteInbox(db), put_timeout=0.3)
+    receiver = make_receiver(SQLiteInbox(db), put_timeout=0.3)
     seen = Recorder()
     receiver.on_completed()(seen)
     async with serve(receiver) as client:
@@ -147,7 +119,7 @@ async def test_sqlite_locked_past_put_timeout_answers_503_then_the_retry_is_a_du
 
 
 async def test_sqlite_client_hanging_up_mid_commit_loses_nothing(db: Path) -> None:
-    receiver = make(SQLiteInbox(db))
+    receiver = make_receiver(SQLiteInbox(db))
     seen = Recorder()
     receiver.on_completed()(seen)
     watch, cancelled = cancellation_watch()
@@ -304,3 +276,42 @@ def test_any_event_text_is_stored_as_json_and_claimed_back_unchanged(
     ((data, key),) = asyncio.run(stored_rows(db, [event]))
     assert json.loads(data)["process_id"] == event.process_id
     assert key == stored_key(event)
+
+
+async def test_store_unavailable_answers_503_and_loses_nothing() -> None:
+    inbox = SwitchableInbox()
+    receiver = make_receiver(inbox, retry_after=7)
+    seen = Recorder()
+    receiver.on_completed()(seen)
+    async with serve(receiver) as client:
+        inbox.down = True
+        response = await client.post(HOOK, data=encode(payload("p-1")), headers=JSON)
+        assert response.status == 503
+        assert response.headers["Retry-After"] == "7"
+        assert "error" in await response.json()
+        inbox.down = False
+        # The service retries: now accepted, not a duplicate, and handled.
+        retry = await client.post(HOOK, data=encode(payload("p-1")), headers=JSON)
+        assert await retry.json() == {"status": "accepted"}
+        await idle(receiver)
+    assert seen.ids == ["p-1"]
+    assert receiver.metrics.unavailable["store_unavailable"] == 1
+
+
+async def test_a_client_hanging_up_mid_persist_loses_nothing_with_handler_cancellation() -> None:
+    inbox = GatedInbox()
+    receiver = make_receiver(inbox)
+    seen = Recorder()
+    receiver.on_completed()(seen)
+    watch, cancelled = cancellation_watch()
+    async with serve(receiver, middlewares=[watch]) as client:
+        post = asyncio.create_task(client.post(HOOK, data=encode(payload("p-1")), headers=JSON))
+        async with asyncio.timeout(10):
+            await inbox.entered.wait()
+        post.cancel()  # the sender gives up and closes the connection
+        with pytest.raises(asyncio.CancelledError):
+            await post
+        async with asyncio.timeout(10):
+            await cancelled.wait()
+        inbox.gate.set()
+        await wait_until(lambda: seen.ids == ["p-1"], "the event was stored and handled")
