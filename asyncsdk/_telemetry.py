@@ -143,34 +143,40 @@ _UNTRACKED: Final = _Untracked()
 
 
 class _Attempt:
-    """One request attempt being recorded: its span, its start, and its answer once known."""
+    """One request attempt being recorded: its span, its start, and its answer once known.
 
-    __slots__ = ("_method", "_owner", "_route", "_span", "_started", "_status")
+    The span is started with the attributes a sampler may look at (method, route template, server
+    address and port), all at hand already; the rest (``url.full``, the process id, the resend
+    count, the answer) is built only when the span records.  A span its sampler drops costs
+    the OpenTelemetry SDK's own price and little more: ``tracing | client attempt`` in
+    ``benchmarks/RESULTS.md``.
+    """
+
+    __slots__ = ("_method", "_owner", "_recording", "_route", "_span", "_started", "_status")
 
     def __init__(self, owner: ClientTelemetry, request: Request, attempt: int) -> None:
         self._owner = owner
-        self._method = request.method
-        self._route, ids = route_of(request.url)
+        self._method = method = request.method
+        url = request.url
+        self._route, ids = route_of(url)
         self._status = 0
         self._span: Span | None = None
+        self._recording = False
         if owner.tracer is not None:
-            url = request.url.with_user(None)
             attributes: dict[str, Any] = {
-                "http.request.method": self._method,
+                "http.request.method": method,
                 "server.address": url.host or "",
-                "url.full": str(url),
                 "url.template": self._route,
             }
             if url.port is not None:
                 attributes["server.port"] = url.port
-            if attempt:
-                attributes["http.request.resend_count"] = attempt
-            if "process_id" in ids:
-                attributes[PROCESS_ID_ATTRIBUTE] = ids["process_id"]
-            self._span = owner.tracer.start_span(
-                f"{self._method} {self._route}", kind=owner.client_kind, attributes=attributes
+            self._span = span = owner.tracer.start_span(
+                f"{method} {self._route}", kind=owner.client_kind, attributes=attributes
             )
-        self._started = time.perf_counter()
+            if span.is_recording():
+                self._recording = True
+                span.set_attributes(_recorded_attributes(url, attempt, ids))
+        self._started = time.perf_counter() if owner.requests is not None else 0.0
 
     def answered(self, status: int) -> None:
         """The server answered ``status`` (every status, retried or not)."""
@@ -186,23 +192,34 @@ class _Attempt:
         tb: TracebackType | None,
     ) -> None:
         owner = self._owner
-        status = str(self._status) if self._status else "error"
         if owner.requests is not None:
+            status = str(self._status) if self._status else "error"
             count, duration = owner.series(self._method, self._route, status)
             count.inc()
             duration.observe(time.perf_counter() - self._started)
         span = self._span
         if span is None:
             return
-        if self._status:
-            span.set_attribute("http.response.status_code", self._status)
-        error = exc_type.__name__ if exc_type is not None else None
-        if error is None and self._status >= 400:
-            error = str(self._status)
-        if error is not None:
-            span.set_attribute("error.type", error)
-            span.set_status(owner.error_status, error)
+        if self._recording:
+            if self._status:
+                span.set_attribute("http.response.status_code", self._status)
+            error = exc_type.__name__ if exc_type is not None else None
+            if error is None and self._status >= 400:
+                error = str(self._status)
+            if error is not None:
+                span.set_attribute("error.type", error)
+                span.set_status(owner.error_status, error)
         span.end()
+
+
+def _recorded_attributes(url: URL, attempt: int, ids: dict[str, str]) -> dict[str, Any]:
+    """The attributes of an attempt's span that only a recorded span gets."""
+    attributes: dict[str, Any] = {"url.full": str(url.with_user(None))}
+    if attempt:
+        attributes["http.request.resend_count"] = attempt
+    if "process_id" in ids:
+        attributes[PROCESS_ID_ATTRIBUTE] = ids["process_id"]
+    return attributes
 
 
 class ClientTelemetry:
