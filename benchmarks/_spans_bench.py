@@ -170,3 +170,27 @@ def per_span(figures: dict[str, Any], name: str) -> float:
     """The median over rounds of ``name``'s microseconds per span."""
     spans: int = figures["spans"]
     return median(figures[name]) / spans
+
+
+async def counted_units(io: ChildIO, *, unit: str, variant: str, mode: str, count: int) -> None:
+    """``count`` units of ``unit`` (``variant``: off, ours or sdk; ``mode``: a tracing mode of
+    ``_observed.py``), warmed up, run when the parent says so and flushed
+    (``benchmarks.trace_instructions`` counts their instructions in between)."""
+    made = provider(mode, queue=2 * count + 1)
+    if variant == "sdk":
+        run = _sdk(made.get_tracer("bench"), unit)
+    elif unit == "client attempt":
+        run = _attempt(ClientTelemetry(tracing=made) if variant == "ours" else ClientTelemetry())
+    else:
+        telemetry = ReceiverTelemetry(tracing=made) if variant == "ours" else ReceiverTelemetry()
+        run = _delivery(telemetry, nested=unit.endswith("handlers to run"))
+    _timed(run, _items(unit, min(count, 2_000), -1), made.force_flush)
+    items = _items(unit, count, 0)
+    io.ready({})
+    await io.recv()
+    for item in items:
+        run(item)
+    made.force_flush()
+    io.send({"done": count})
+    await io.recv()
+    made.shutdown()

@@ -10,6 +10,10 @@ one client (``processes.get`` against the minimal server, 16 at a time) and one 
 spans alone, none sampled, one trace in ten, every one).  Instructions are not time: the
 request path runs colder than a loop of spans, but what a mode adds is in proportion.  Needs
 valgrind (Debian: ``apt-get install valgrind``).
+
+Then the spans of one request apart, as ``_spans_bench.py`` times them: a client attempt's hooks
+and a delivery's, with telemetry off, with tracing on, and the SDK starting and ending as many
+spans itself, under each sampler, ``--units`` of each counted the same way.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from pathlib import Path
 from typing import Final
 
 from benchmarks._observe_bench import VARIANTS
+from benchmarks._observed import SAMPLERS
 from benchmarks._procs import Child, serving
 from benchmarks._shared import fmt, table
 from benchmarks.instructions import STARTUP_TIMEOUT, _callgrind, _deliver
@@ -87,9 +92,47 @@ def receiver(variant: str, requests: int, folder: Path) -> float:
     return _total(out) / requests
 
 
+def units(unit: str, variant: str, mode: str, count: int, folder: Path) -> float:
+    """Instructions per unit of ``_spans_bench.py`` (a client attempt's hooks, a delivery's)."""
+    out = folder / f"units-{uuid.uuid4().hex[:10]}.callgrind"
+    job = {"unit": unit, "variant": variant, "mode": mode, "count": count}
+    child = Child("_spans_bench:counted_units", job, wrapper=_wrapper(out))
+    try:
+        child.ready(timeout=STARTUP_TIMEOUT)
+        _callgrind(child.pid, "--instr=on")
+        child.send("go")
+        child.recv(timeout=60 * 10)
+        _callgrind(child.pid, "--dump")
+        child.send("done")
+    finally:
+        child.stop()
+    return _total(out) / count
+
+
+def _unit_rows(count: int, folder: Path) -> list[list[str]]:
+    """Per unit and sampler: ours and the SDK's own over off, in instructions."""
+    rows = []
+    for unit in ("client attempt", "webhook delivery"):
+        for mode in SAMPLERS:
+            print(f"[trace_instructions] {unit}, {mode} ...", file=sys.stderr, flush=True)
+            found = {v: units(unit, v, mode, count, folder) for v in ("off", "ours", "sdk")}
+            ours, sdk = found["ours"] - found["off"], found["sdk"] - found["off"]
+            rows.append(
+                [
+                    unit if mode == "unsampled" else "",
+                    mode,
+                    f"{ours:,.0f}",
+                    f"{sdk:,.0f}",
+                    f"{ours - sdk:+,.0f}",
+                ]
+            )
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.trace_instructions")
     parser.add_argument("--requests", type=int, default=2000, help="requests counted per mode")
+    parser.add_argument("--units", type=int, default=5000, help="span units counted per variant")
     args = parser.parse_args(argv)
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         parser.error("valgrind is needed: apt-get install valgrind")
@@ -103,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         for variant in VARIANTS:
             print(f"[trace_instructions] receiver {variant} ...", file=sys.stderr, flush=True)
             counts["receiver delivery"][variant] = receiver(variant, args.requests, folder)
+        unit_rows = _unit_rows(args.units, folder)
     rows = []
     for side, found in counts.items():
         off = found["off"]
@@ -123,6 +167,14 @@ def main(argv: list[str] | None = None) -> int:
                 f"per mode after a warm-up, {CONCURRENCY} at a time.",
                 "",
                 *table(["request", "telemetry", "instructions", "over off", "over off, %"], rows),
+                "",
+                f"The spans of one request apart (`_spans_bench.py`'s units, {args.units:,} per "
+                "variant, after a warm-up): instructions over the hooks with telemetry off, ours "
+                "beside the SDK starting and ending as many spans itself under the same sampler.",
+                "",
+                *table(
+                    ["unit", "sampler", "ours", "SDK's own", "ours beyond the SDK's"], unit_rows
+                ),
             ]
         )
     )
