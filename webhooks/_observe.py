@@ -132,11 +132,11 @@ _DELIVERY_ATTRIBUTES: Final = {"http.request.method": "POST"}
 class _Dispatch:
     """The consumer span of one claimed entry.
 
-    Started with the process id, which a sampler may look at; the event id, entry id and attempt
-    are set only when it records.  It is made the current span (so the spans of the handlers,
-    and of the requests they and fetch-back send, are its children) when it records or when
-    something runs under it (``nested``): a span its sampler dropped is current too then, so that
-    what runs under it belongs to the same trace and a parent-based sampler drops it as well.
+    Its attributes (process id, event id, entry id, attempt) are set only when it records.  It
+    is made the current span (so the spans of the handlers, and of the requests they and
+    fetch-back send, are its children) when it records or when something runs under it
+    (``nested``): a span its sampler dropped is current too then, so that what runs under it
+    belongs to the same trace and a parent-based sampler drops it as well.
     """
 
     __slots__ = ("_entry", "_nested", "_owner", "_span", "_token", "_tracer")
@@ -154,14 +154,13 @@ class _Dispatch:
         entry = self._entry
         event = entry.event
         self._span = span = self._tracer.start_span(
-            "webhooks.dispatch",
-            kind=self._owner.kinds["consumer"],
-            attributes={PROCESS_ID_ATTRIBUTE: event.process_id},
+            "webhooks.dispatch", kind=self._owner.kinds["consumer"]
         )
         recording = span.is_recording()
         if recording:
             span.set_attributes(
                 {
+                    PROCESS_ID_ATTRIBUTE: event.process_id,
                     EVENT_ID_ATTRIBUTE: event_id(event),
                     "webhooks.entry_id": entry.id,
                     "webhooks.attempt": entry.attempts,
