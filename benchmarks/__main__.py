@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         kind = "QUICK smoke run" if plan.quick else f"medians of {plan.runs} runs"
         note = (
             f"Section(s) {', '.join(s.key for s in sections)} run again alone with "
-            f"`{command}` at {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} ({kind}, "
+            f"`{command}` on asyncsdk {versions()['asyncsdk']} at "
+            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} ({kind}, "
             f"{(time.monotonic() - started) / 60:.1f} min; load average at its start "
             f"{' / '.join(str(x) for x in info['load_at_start'])}); the other sections are "
             "from the run above."
