@@ -16,7 +16,7 @@ from pathlib import Path
 from benchmarks._env import machine, versions
 from benchmarks._plan import SECTIONS, make_plan
 from benchmarks._procs import stop_all
-from benchmarks._report import render, splice
+from benchmarks._report import NOTE_START, render, splice
 from benchmarks._sections import run_section
 from benchmarks._shared import Section
 
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.update and args.out.exists():
         kind = "QUICK smoke run" if plan.quick else f"medians of {plan.runs} runs"
         note = (
-            f"Section(s) {', '.join(s.key for s in sections)} run again alone with "
+            f"{NOTE_START}{', '.join(s.key for s in sections)} run again alone with "
             f"`{command}` on asyncsdk {versions()['asyncsdk']} at "
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} ({kind}, "
             f"{(time.monotonic() - started) / 60:.1f} min; load average at its start "

@@ -107,6 +107,10 @@ def render(
     return "\n".join(lines) + "\n"
 
 
+#: How the note of an update (``python -m benchmarks --update``) starts.
+NOTE_START = "Section(s) "
+
+
 def _blocks(text: str) -> list[tuple[str, list[str]]]:
     """``text`` cut at its ``## `` headings: (heading, its lines) in order; the first block's
     heading is empty (the title and the reproduce line)."""
@@ -122,6 +126,15 @@ def _goal_rows(lines: Sequence[str]) -> list[str]:
     """The rows of the goals table in a ``## Goals`` block (its header and rule left out)."""
     rows = [line for line in lines if line.startswith("| ")]
     return rows[1:]
+
+
+def _noted_only(line: str, keys: Sequence[str]) -> bool:
+    """Whether ``line`` is the note of an earlier update of some of ``keys`` alone (this update
+    replaces it)."""
+    if not line.startswith(NOTE_START):
+        return False
+    names = line[len(NOTE_START) :].split(" run again", 1)[0]
+    return {name.strip() for name in names.split(",")} <= set(keys)
 
 
 def splice(previous: str, fresh: str, keys: Sequence[str], note: str) -> str:
@@ -141,8 +154,9 @@ def splice(previous: str, fresh: str, keys: Sequence[str], note: str) -> str:
     rows = sorted([*kept_rows, *new_rows], key=lambda row: order.get(row.split("|")[1].strip(), -1))
     out: list[str] = []
     for heading, lines in old:
-        if heading == "":
-            out += [*lines[:3], note, *lines[3:]]
+        if heading == "":  # the title, the full run's line, the notes of earlier updates
+            kept = [line for line in lines if not _noted_only(line, keys)]
+            out += [*kept[:3], note, *kept[3:]]
         elif heading == "## Goals":
             out += [
                 heading,
