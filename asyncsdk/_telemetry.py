@@ -62,14 +62,17 @@ def route_of(url: URL) -> tuple[str, dict[str, str]]:
     is split as sent, before its percent-escapes are decoded, so that an id holding ``/`` (sent
     as ``%2F``) stays one id and the templates stay as few as the routes.
     """
-    segments = url.raw_path.split("/")
+    raw = url.raw_path
+    segments = raw.split("/")
     ids: dict[str, str] = {}
-    for index in range(1, len(segments)):
-        name = _ID_AFTER.get(segments[index - 1])
-        if name is not None and segments[index] and segments[index] not in _WORDS:
-            ids[name] = unquote(segments[index])
+    previous = ""
+    for index, segment in enumerate(segments):
+        name = _ID_AFTER.get(previous)
+        previous = segment
+        if name is not None and segment and segment not in _WORDS:
+            ids[name] = unquote(segment) if "%" in segment else segment
             segments[index] = "{" + name + "}"
-    return "/".join(segments), ids
+    return ("/".join(segments) if ids else raw), ids
 
 
 def log_fields(request: Request) -> dict[str, str]:
@@ -143,34 +146,46 @@ _UNTRACKED: Final = _Untracked()
 
 
 class _Attempt:
-    """One request attempt being recorded: its span, its start, and its answer once known."""
+    """One request attempt being recorded: its span, its start, and its answer once known.
 
-    __slots__ = ("_method", "_owner", "_route", "_span", "_started", "_status")
+    The span is started with the attributes a sampler may look at, the method and the route
+    template, both at hand already; the rest (server address and port, ``url.full``, the process
+    id, the resend count, the answer) is built only when the span records, and set in one call
+    when the attempt ends.  A span its sampler drops costs the OpenTelemetry SDK's own price and
+    little more: the ``observe`` goals about spans in ``benchmarks/RESULTS.md``.
+    """
+
+    __slots__ = (
+        "_attempt",
+        "_ids",
+        "_method",
+        "_owner",
+        "_recording",
+        "_route",
+        "_span",
+        "_started",
+        "_status",
+        "_url",
+    )
 
     def __init__(self, owner: ClientTelemetry, request: Request, attempt: int) -> None:
         self._owner = owner
-        self._method = request.method
-        self._route, ids = route_of(request.url)
+        self._method = method = request.method
+        self._url = url = request.url
+        self._attempt = attempt
+        self._route, self._ids = route_of(url)
         self._status = 0
         self._span: Span | None = None
+        self._recording = False
         if owner.tracer is not None:
-            url = request.url.with_user(None)
-            attributes: dict[str, Any] = {
-                "http.request.method": self._method,
-                "server.address": url.host or "",
-                "url.full": str(url),
-                "url.template": self._route,
-            }
-            if url.port is not None:
-                attributes["server.port"] = url.port
-            if attempt:
-                attributes["http.request.resend_count"] = attempt
-            if "process_id" in ids:
-                attributes[PROCESS_ID_ATTRIBUTE] = ids["process_id"]
-            self._span = owner.tracer.start_span(
-                f"{self._method} {self._route}", kind=owner.client_kind, attributes=attributes
+            span = owner.tracer.start_span(
+                f"{method} {self._route}",
+                kind=owner.client_kind,
+                attributes={"http.request.method": method, "url.template": self._route},
             )
-        self._started = time.perf_counter()
+            self._span = span
+            self._recording = span.is_recording()
+        self._started = time.perf_counter() if owner.requests is not None else 0.0
 
     def answered(self, status: int) -> None:
         """The server answered ``status`` (every status, retried or not)."""
@@ -186,23 +201,40 @@ class _Attempt:
         tb: TracebackType | None,
     ) -> None:
         owner = self._owner
-        status = str(self._status) if self._status else "error"
         if owner.requests is not None:
+            status = str(self._status) if self._status else "error"
             count, duration = owner.series(self._method, self._route, status)
             count.inc()
             duration.observe(time.perf_counter() - self._started)
         span = self._span
         if span is None:
             return
-        if self._status:
-            span.set_attribute("http.response.status_code", self._status)
-        error = exc_type.__name__ if exc_type is not None else None
-        if error is None and self._status >= 400:
-            error = str(self._status)
-        if error is not None:
-            span.set_attribute("error.type", error)
-            span.set_status(owner.error_status, error)
+        if self._recording:
+            attributes = self._recorded_attributes()
+            error = exc_type.__name__ if exc_type is not None else None
+            if error is None and self._status >= 400:
+                error = str(self._status)
+            if error is not None:
+                attributes["error.type"] = error
+                span.set_status(owner.error_status, error)
+            span.set_attributes(attributes)
         span.end()
+
+    def _recorded_attributes(self) -> dict[str, Any]:
+        """The attributes only a recorded span gets, built when it ends."""
+        url = self._url
+        if url.raw_user is not None or url.raw_password is not None:
+            url = url.with_user(None)
+        attributes: dict[str, Any] = {"server.address": url.host or "", "url.full": str(url)}
+        if url.port is not None:
+            attributes["server.port"] = url.port
+        if self._attempt:
+            attributes["http.request.resend_count"] = self._attempt
+        if "process_id" in self._ids:
+            attributes[PROCESS_ID_ATTRIBUTE] = self._ids["process_id"]
+        if self._status:
+            attributes["http.response.status_code"] = self._status
+        return attributes
 
 
 class ClientTelemetry:

@@ -1,7 +1,8 @@
-"""``python -m benchmarks [--quick] [--only client,upload,...] [--runs N] [--out PATH]``.
+"""``python -m benchmarks [--quick] [--only client,upload,...] [--runs N] [--out PATH] [--update]``.
 
-Runs the sections in order and writes the report (default ``benchmarks/RESULTS.md``).  Every
-helper process it starts is stopped before it exits, whatever happens.
+Runs the sections in order and writes the report (default ``benchmarks/RESULTS.md``); with
+``--update``, only the sections run (and their goals) are replaced in the report already there.
+Every helper process it starts is stopped before it exits, whatever happens.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from benchmarks._env import machine, versions
 from benchmarks._plan import SECTIONS, make_plan
 from benchmarks._procs import stop_all
-from benchmarks._report import render
+from benchmarks._report import NOTE_START, render, splice
 from benchmarks._sections import run_section
 from benchmarks._shared import Section
 
@@ -43,6 +44,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--runs", type=int, default=None, help="runs per figure (default 3)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where to write the report")
+    parser.add_argument(
+        "--update",
+        action="store_true",
+        help="replace only the sections run (with --only) and their goals in the report at --out, "
+        "keeping the others as they were",
+    )
     args = parser.parse_args(argv)
     if args.runs is not None and args.runs < 1:
         parser.error("--runs must be at least 1")
@@ -70,6 +77,17 @@ def main(argv: list[str] | None = None) -> int:
         skipped=[key for key in SECTIONS if key not in args.only],
         seconds=time.monotonic() - started,
     )
+    if args.update and args.out.exists():
+        kind = "QUICK smoke run" if plan.quick else f"medians of {plan.runs} runs"
+        note = (
+            f"{NOTE_START}{', '.join(s.key for s in sections)} run again alone with "
+            f"`{command}` on asyncsdk {versions()['asyncsdk']} at "
+            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} ({kind}, "
+            f"{(time.monotonic() - started) / 60:.1f} min; load average at its start "
+            f"{' / '.join(str(x) for x in info['load_at_start'])}); the other sections are "
+            "from the run above."
+        )
+        report = splice(args.out.read_text(), report, [s.key for s in sections], note)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(report)
     missed = [g for s in sections for g in s.goals if g.met is False]

@@ -91,3 +91,21 @@ async def serve(io: ChildIO) -> None:
         return {"urls": {variant: f"{base}/{variant}/{TOKEN}" for variant in VARIANTS}}
 
     await run_server(io, app, urls, dict)
+
+
+async def counted_client(
+    io: ChildIO, *, base_url: str, api_key: str, variant: str, requests: int, concurrency: int
+) -> None:
+    """One ``Client`` of ``variant``, warmed up, then ``requests`` GETs when the parent says so
+    (``benchmarks.trace_instructions`` counts their instructions in between)."""
+    sdk = Sdk(observed="" if variant == "off" else variant)
+    await sdk.open(base_url, api_key, concurrency)
+    try:
+        await drive(max(100, requests // 4), concurrency, sdk.get, start=WARMUP_START)
+        io.ready({})
+        await io.recv()
+        await drive(requests, concurrency, sdk.get)
+        io.send({"done": requests})
+        await io.recv()
+    finally:
+        await sdk.close()

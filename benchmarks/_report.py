@@ -105,3 +105,71 @@ def render(
     if FINDINGS.exists():
         lines += ["", FINDINGS.read_text().rstrip()]
     return "\n".join(lines) + "\n"
+
+
+#: How the note of an update (``python -m benchmarks --update``) starts.
+NOTE_START = "Section(s) "
+
+
+def _blocks(text: str) -> list[tuple[str, list[str]]]:
+    """``text`` cut at its ``## `` headings: (heading, its lines) in order; the first block's
+    heading is empty (the title and the reproduce line)."""
+    blocks: list[tuple[str, list[str]]] = [("", [])]
+    for line in text.rstrip("\n").split("\n"):
+        if line.startswith("## "):
+            blocks.append((line, []))
+        blocks[-1][1].append(line)
+    return blocks
+
+
+def _goal_rows(lines: Sequence[str]) -> list[str]:
+    """The rows of the goals table in a ``## Goals`` block (its header and rule left out)."""
+    rows = [line for line in lines if line.startswith("| ")]
+    return rows[1:]
+
+
+def _noted_only(line: str, keys: Sequence[str]) -> bool:
+    """Whether ``line`` is the note of an earlier update of some of ``keys`` alone (this update
+    replaces it)."""
+    if not line.startswith(NOTE_START):
+        return False
+    names = line[len(NOTE_START) :].split(" run again", 1)[0]
+    return {name.strip() for name in names.split(",")} <= set(keys)
+
+
+def splice(previous: str, fresh: str, keys: Sequence[str], note: str) -> str:
+    """``previous`` (a whole report) with the sections ``keys`` and their goal rows taken from
+    ``fresh`` (a report of those sections alone), the quoted soak and findings from ``fresh``
+    too, and ``note`` after the reproduce line, saying what was run again and when."""
+    old, new = _blocks(previous), dict(_blocks(fresh))
+    replaced = {f"## {TITLES[key]}" for key in keys}
+    sections = {f"## {title}" for title in TITLES.values()}
+    kept_rows = [
+        row
+        for row in _goal_rows(dict(old).get("## Goals", []))
+        if row.split("|")[1].strip() not in keys
+    ]
+    new_rows = _goal_rows(new.get("## Goals", []))
+    order = {key: index for index, key in enumerate(SECTIONS)}
+    rows = sorted([*kept_rows, *new_rows], key=lambda row: order.get(row.split("|")[1].strip(), -1))
+    out: list[str] = []
+    for heading, lines in old:
+        if heading == "":  # the title, the full run's line, the notes of earlier updates
+            kept = [line for line in lines if not _noted_only(line, keys)]
+            out += [*kept[:3], note, *kept[3:]]
+        elif heading == "## Goals":
+            out += [
+                heading,
+                "",
+                *table(
+                    ["section", "goal", "measured", "target", "result"],
+                    [[cell.strip() for cell in row.split("|")[1:-1]] for row in rows],
+                ),
+                "",
+            ]
+        elif heading in sections or heading in {"## Machine", "## Versions"}:
+            out += new[heading] if heading in replaced else lines
+        elif heading in new:  # the quoted soak and findings, as their files hold them now
+            out += new[heading]
+        # a quoted block the fresh report no longer has (its file is gone) is left out
+    return "\n".join(out) + "\n"

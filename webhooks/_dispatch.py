@@ -204,7 +204,8 @@ class Dispatcher:
 
     async def run(self, entry: InboxEntry) -> None:
         """Fetch-back, the sink and the handlers for one claimed entry; then ack, retry or park."""
-        with self.telemetry.dispatch(entry):
+        nested = bool(self.handlers) or self.sink is not None or self.client is not None
+        with self.telemetry.dispatch(entry, nested=nested):
             await self._run(entry)
 
     async def _run(self, entry: InboxEntry) -> None:

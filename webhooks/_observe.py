@@ -29,6 +29,9 @@ from webhooks._events import WebhookEvent
 from webhooks._metrics import BOUNDS, Gauges, Metrics
 
 if TYPE_CHECKING:
+    from contextvars import Token
+
+    from opentelemetry.context import Context
     from opentelemetry.trace import Span, Tracer
     from prometheus_client import CollectorRegistry
 
@@ -118,22 +121,24 @@ _UNTRACKED: Final = _Untracked()
 
 
 class _Delivery:
-    """The server span of one delivery."""
+    """The server span of one delivery; its attributes beyond the method only when it records."""
 
-    __slots__ = ("_owner", "_span")
+    __slots__ = ("_owner", "_recording", "_span")
 
     def __init__(self, owner: ReceiverTelemetry, tracer: Tracer) -> None:
         self._owner = owner
         self._span = tracer.start_span(
-            "webhooks.delivery",
-            kind=owner.kinds["server"],
-            attributes={"http.request.method": "POST"},
+            "webhooks.delivery", kind=owner.kinds["server"], attributes=_DELIVERY_ATTRIBUTES
         )
+        self._recording = self._span.is_recording()
 
     def event(self, event: StoredEvent) -> None:
-        self._span.set_attributes(span_attributes(event))
+        if self._recording:
+            self._span.set_attributes(span_attributes(event))
 
     def answered(self, status: int) -> None:
+        if not self._recording:
+            return
         self._span.set_attribute("http.response.status_code", status)
         if status >= 500:
             self._span.set_attribute("error.type", str(status))
@@ -148,10 +153,69 @@ class _Delivery:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if exc_type is not None:
+        if exc_type is not None and self._recording:
             self._span.set_attribute("error.type", exc_type.__name__)
             self._span.set_status(self._owner.kinds["error"], exc_type.__name__)
         self._span.end()
+
+
+#: What a delivery's span starts with: all a sampler can know before the body is read.
+_DELIVERY_ATTRIBUTES: Final = {"http.request.method": "POST"}
+
+
+class _Dispatch:
+    """The consumer span of one claimed entry.
+
+    Its attributes (process id, event id, entry id, attempt) are set only when it records.  It
+    is made the current span (so the spans of the handlers, and of the requests they and
+    fetch-back send, are its children) when it records or when something runs under it
+    (``nested``): a span its sampler dropped is current too then, so that what runs under it
+    belongs to the same trace and a parent-based sampler drops it as well.
+    """
+
+    __slots__ = ("_entry", "_nested", "_owner", "_span", "_token", "_tracer")
+
+    def __init__(
+        self, owner: ReceiverTelemetry, tracer: Tracer, entry: InboxEntry, nested: bool
+    ) -> None:
+        self._owner = owner
+        self._tracer = tracer
+        self._entry = entry
+        self._nested = nested
+        self._token: Token[Context] | None = None
+
+    def __enter__(self) -> _Dispatch:
+        entry = self._entry
+        event = entry.event
+        self._span = span = self._tracer.start_span(
+            "webhooks.dispatch", kind=self._owner.kinds["consumer"]
+        )
+        recording = span.is_recording()
+        if recording:
+            span.set_attributes(
+                {
+                    **span_attributes(event),
+                    "webhooks.entry_id": entry.id,
+                    "webhooks.attempt": entry.attempts,
+                }
+            )
+        if recording or self._nested:
+            self._token = self._owner._attach(span)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        span = self._span
+        if self._token is not None:
+            self._owner._detach(self._token)
+        if isinstance(exc, Exception) and span.is_recording():
+            span.record_exception(exc)
+            span.set_status(self._owner.kinds["error"], f"{type(exc).__name__}: {exc}")
+        span.end()
 
 
 class ReceiverTelemetry:
@@ -179,22 +243,34 @@ class ReceiverTelemetry:
         self.registry: CollectorRegistry | None = load_registry(metrics)
         self._tracer: Tracer | None = load_tracer(tracing, "webhooks")
         self.kinds: dict[str, Any] = {}
+        self._context: Any = None
+        self._with_span: Any = None
         self._handler_seconds: Any = None
         self._bound = False
         if self._tracer is not None:
-            from opentelemetry import trace  # there: the tracer came from it
+            from opentelemetry import context, trace  # there: the tracer came from them
 
             self.kinds = {
                 "server": trace.SpanKind.SERVER,
                 "consumer": trace.SpanKind.CONSUMER,
                 "error": trace.StatusCode.ERROR,
             }
+            self._context = context
+            self._with_span = trace.set_span_in_context
 
     def __repr__(self) -> str:
         return (
             f"<ReceiverTelemetry metrics={self.registry is not None} "
             f"tracing={self._tracer is not None}>"
         )
+
+    def _attach(self, span: Span) -> Token[Context]:
+        """Make ``span`` the current span (until :meth:`_detach` with the token returned)."""
+        token: Token[Context] = self._context.attach(self._with_span(span))
+        return token
+
+    def _detach(self, token: Token[Context]) -> None:
+        self._context.detach(token)
 
     def bind(self, metrics: Metrics, gauges: Gauges) -> None:
         """Register this receiver's collector and handler histogram (once, by the receiver)."""
@@ -230,18 +306,13 @@ class ReceiverTelemetry:
             return _UNTRACKED
         return _Delivery(self, self._tracer)
 
-    def dispatch(self, entry: InboxEntry) -> AbstractContextManager[object]:
-        """The span of one claimed entry, current while it runs so handler spans are its own."""
+    def dispatch(self, entry: InboxEntry, *, nested: bool) -> AbstractContextManager[object]:
+        """The span of one claimed entry; current while it runs when it records or when
+        something runs under it (``nested``: handlers, a result sink, fetch-back), so that
+        their spans are its children."""
         if self._tracer is None:
             return _UNTRACKED
-        attributes: dict[str, str | int] = {
-            **span_attributes(entry.event),
-            "webhooks.entry_id": entry.id,
-            "webhooks.attempt": entry.attempts,
-        }
-        return self._tracer.start_as_current_span(
-            "webhooks.dispatch", kind=self.kinds["consumer"], attributes=attributes
-        )
+        return _Dispatch(self, self._tracer, entry, nested)
 
     def handler(self, name: str, event: StoredEvent) -> AbstractContextManager[object]:
         """One handler run: its span and its duration."""
@@ -254,9 +325,10 @@ class ReceiverTelemetry:
         span: Span | None = None
         if self._tracer is not None:
             span = self._tracer.start_span(
-                "webhooks.handler",
-                attributes={"webhooks.handler": name, **span_attributes(event)},
+                "webhooks.handler", attributes={"webhooks.handler": name}
             )
+            if span.is_recording():
+                span.set_attributes(span_attributes(event))
         started = time.perf_counter()
         outcome = "error"
         try:

@@ -57,3 +57,38 @@ def test_an_unknown_section_is_refused_with_the_known_names(tmp_path: Path) -> N
     assert completed.returncode == 2
     assert "client, upload, receiver, registry, e2e" in completed.stderr
     assert not (tmp_path / "x.md").exists()
+
+
+def _block(report: str, heading: str) -> str:
+    """The lines of ``report`` from ``heading`` to the next heading of its level."""
+    start = report.index(heading)
+    end = report.find("\n## ", start + len(heading))
+    return report[start : None if end < 0 else end]
+
+
+def test_an_update_replaces_the_sections_run_and_keeps_the_others(tmp_path: Path) -> None:
+    out = tmp_path / "RESULTS.md"
+    before = (ROOT / "benchmarks" / "RESULTS.md").read_text()
+    out.write_text(before)
+    command = [sys.executable, "-m", "benchmarks", "--quick", "--only", "registry", "--update"]
+    for _ in range(2):
+        completed = subprocess.run(
+            [*command, "--out", str(out)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert completed.returncode == 0, completed.stdout + completed.stderr
+    after = out.read_text()
+    assert after.count("Section(s) registry run again alone with `") == 1, "one note, the last"
+    for kept in ("## Machine", "## 1. Client", "## 3. Receiver", "## 6. Metrics and tracing"):
+        assert _block(after, kept) == _block(before, kept), f"{kept!r} changed"
+    goals_before, goals_after = _block(before, "## Goals"), _block(after, "## Goals")
+    assert [row for row in goals_after.splitlines() if row.startswith("| client |")] == [
+        row for row in goals_before.splitlines() if row.startswith("| client |")
+    ]
+    registry_rows = [row for row in goals_after.splitlines() if row.startswith("| registry |")]
+    assert len(registry_rows) == 3
+    assert _block(after, "## 4. Registry") != _block(before, "## 4. Registry")

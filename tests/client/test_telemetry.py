@@ -7,12 +7,25 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import Decision, ParentBased, Sampler, SamplingResult
+from opentelemetry.trace import (
+    Link,
+    NonRecordingSpan,
+    SpanContext,
+    SpanKind,
+    TraceFlags,
+    TraceState,
+)
+from opentelemetry.util.types import Attributes
 from PIL import Image
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
@@ -43,9 +56,9 @@ def samples(telemetry: ClientTelemetry) -> list[tuple[str, dict[str, str], float
     ]
 
 
-def tracing() -> tuple[TracerProvider, InMemorySpanExporter]:
+def tracing(sampler: Sampler | None = None) -> tuple[TracerProvider, InMemorySpanExporter]:
     exporter = InMemorySpanExporter()
-    provider = TracerProvider()
+    provider = TracerProvider(sampler=sampler)
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     return provider, exporter
 
@@ -118,6 +131,90 @@ async def test_each_attempt_is_a_client_span_without_secrets(
     assert attributes(second)["http.response.status_code"] == 200
     assert "error.type" not in attributes(second)
     assert API_KEY not in repr([attributes(span) for span in (first, second)])
+
+
+class OnlyCreations(Sampler):
+    """A sampler of the user's that keeps the attempts creating a process, deciding on what a
+    span is started with: its method and route template."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, Any]] = []
+
+    def should_sample(
+        self,
+        parent_context: Context | None,
+        trace_id: int,
+        name: str,
+        kind: SpanKind | None = None,
+        attributes: Attributes = None,
+        links: Sequence[Link] | None = None,
+        trace_state: TraceState | None = None,
+    ) -> SamplingResult:
+        given = dict(attributes or {})
+        self.seen.append(given)
+        keep = (given.get("http.request.method"), given.get("url.template")) == (
+            "POST",
+            "/v3/process",
+        )
+        if keep:
+            return SamplingResult(Decision.RECORD_AND_SAMPLE, attributes)
+        return SamplingResult(Decision.DROP)
+
+    def get_description(self) -> str:
+        return "OnlyCreations"
+
+
+async def test_a_sampler_decides_on_the_route_and_a_dropped_attempt_reaches_no_exporter(
+    fake: FakeService, make_client: MakeClient
+) -> None:
+    sampler = OnlyCreations()
+    provider, exporter = tracing(sampler)
+    client = make_client(telemetry=ClientTelemetry(tracing=provider))
+    fake.script("GET", "/v3/process/pr-7", Reply(json=process_json("pr-7", "done")))
+    fake.script("POST", "/v3/process", Reply(status=201, json={"process_ids": ["pr-8"]}))
+
+    process = await client.processes.get("pr-7")
+    assert process.id == "pr-7"
+    assert exporter.get_finished_spans() == ()
+
+    await client.processes.create("o1", ToolSlug.DAY_TO_DUSK, inputs="as1", validate=False)
+    (created,) = exporter.get_finished_spans()
+    assert attributes(created) == {
+        "http.request.method": "POST",
+        "server.address": "127.0.0.1",
+        "server.port": fake.url.port,
+        "url.full": f"http://127.0.0.1:{fake.url.port}/v3/process",
+        "url.template": "/v3/process",
+        "http.response.status_code": 201,
+    }
+    assert [seen.get("url.template") for seen in sampler.seen] == [
+        "/v3/process/{process_id}",
+        "/v3/process",
+    ]
+
+
+async def test_an_attempt_follows_the_sampling_decision_of_the_callers_span(
+    fake: FakeService, make_client: MakeClient
+) -> None:
+    provider, exporter = tracing(ParentBased(root=OnlyCreations()))  # a GET is never a root kept
+    client = make_client(telemetry=ClientTelemetry(tracing=provider))
+    fake.script("GET", "/v3/process/pr-7", Reply(json=process_json("pr-7", "done")))
+    # A caller's trace, as a traceparent header brought it: sampled, then not sampled.
+    sampled, dropped = (
+        NonRecordingSpan(SpanContext(0xA1, 0xB2, is_remote=True, trace_flags=TraceFlags(flags)))
+        for flags in (TraceFlags.SAMPLED, TraceFlags.DEFAULT)
+    )
+    with trace.use_span(dropped):
+        await client.processes.get("pr-7")
+    assert exporter.get_finished_spans() == ()
+    with trace.use_span(sampled):
+        await client.processes.get("pr-7")
+    (span,) = exporter.get_finished_spans()
+    assert span.context is not None
+    assert span.parent is not None
+    assert (span.context.trace_id, span.parent.span_id) == (0xA1, 0xB2)
+    assert attributes(span)[PROCESS_ID_ATTRIBUTE] == "pr-7"
+    assert attributes(span)["url.full"].endswith("/v3/process/pr-7")
 
 
 async def test_a_connection_failure_is_a_span_with_its_error_type(

@@ -7,18 +7,25 @@ records as a log handler gets them."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
 from aiohttp.test_utils import TestServer
 from inbox_contract import event
+from opentelemetry import propagate
+from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import Decision, ParentBased, Sampler, SamplingResult
+from opentelemetry.trace import Link, SpanKind, TraceState
+from opentelemetry.util.types import Attributes
 from PIL import Image
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
@@ -52,9 +59,9 @@ def jpeg() -> bytes:
     return buffer.getvalue()
 
 
-def tracing() -> tuple[TracerProvider, InMemorySpanExporter]:
+def tracing(sampler: Sampler | None = None) -> tuple[TracerProvider, InMemorySpanExporter]:
     exporter = InMemorySpanExporter()
-    provider = TracerProvider()
+    provider = TracerProvider(sampler=sampler)
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     return provider, exporter
 
@@ -216,6 +223,118 @@ async def test_a_failing_handler_is_an_error_span_and_an_error_duration() -> Non
         if sample.name == "webhooks_handler_duration_seconds_count"
     }
     assert runs == {"error": 1.0, "ok": 1.0}
+
+
+class NotTheReceivers(Sampler):
+    """A user's sampler: every trace but those the receiver starts."""
+
+    def should_sample(
+        self,
+        parent_context: Context | None,
+        trace_id: int,
+        name: str,
+        kind: SpanKind | None = None,
+        attributes: Attributes = None,
+        links: Sequence[Link] | None = None,
+        trace_state: TraceState | None = None,
+    ) -> SamplingResult:
+        if name.startswith("webhooks."):
+            return SamplingResult(Decision.DROP)
+        return SamplingResult(Decision.RECORD_AND_SAMPLE, attributes)
+
+    def get_description(self) -> str:
+        return "NotTheReceivers"
+
+
+@contextlib.asynccontextmanager
+async def downstream() -> AsyncIterator[tuple[str, list[str]]]:
+    """A service the handlers call, on 127.0.0.1: its URL and the traceparent headers it got."""
+    seen: list[str] = []
+
+    async def record(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("traceparent", ""))
+        return web.Response(text="stored")
+
+    app = web.Application()
+    app.router.add_post("/store", record)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    try:
+        yield str(server.make_url("/store")), seen
+    finally:
+        await server.close()
+
+
+async def handled_with_calls_downstream(provider: TracerProvider, url: str, handlers: int) -> None:
+    """One delivery to a receiver traced by ``provider`` whose ``handlers`` handlers each start a
+    span of their own and call ``url`` with the trace context in the headers."""
+    receiver = WebhookReceiver(
+        inbox=MemoryInbox(),
+        verifier=TokenVerifier(TOKEN),
+        poll_interval=0.05,
+        telemetry=ReceiverTelemetry(tracing=provider),
+    )
+    tracer = provider.get_tracer("app")
+
+    async def store(event: ProcessCompleted) -> None:
+        with tracer.start_as_current_span("store the result"):
+            headers: dict[str, str] = {}
+            propagate.inject(headers)
+            async with aiohttp.ClientSession() as http, http.post(url, headers=headers) as answer:
+                assert answer.status == 200
+
+    for _ in range(handlers):
+        receiver.on_completed()(store)
+    async with serve(receiver) as http:
+        answer = await http.post(HOOK, data=encode(payload("p-3")), headers=JSON)
+        assert answer.status == 200
+        await idle(receiver)
+
+
+async def test_a_trace_the_sampler_drops_reaches_no_exporter_and_goes_on_downstream_unsampled() -> (
+    None
+):
+    provider, exporter = tracing(ParentBased(root=NotTheReceivers()))
+    async with downstream() as (url, seen):
+        await handled_with_calls_downstream(provider, url, handlers=2)
+    # The handlers' own spans follow the dispatch the sampler dropped: nothing is exported, and
+    # the service they call is told the trace is not sampled, one trace for both.
+    assert exporter.get_finished_spans() == ()
+    assert len(seen) == 2
+    versions, trace_ids, _, flags = zip(*(header.split("-") for header in seen), strict=True)
+    assert set(versions) == {"00"}
+    assert not any(int(flag, 16) & 1 for flag in flags), "the sampled bit is off"
+    assert len(set(trace_ids)) == 1
+    assert trace_ids[0] != "0" * 32
+
+
+async def test_a_recorded_dispatch_has_every_attribute_and_its_trace_goes_downstream() -> None:
+    provider, exporter = tracing()
+    async with downstream() as (url, seen):
+        await handled_with_calls_downstream(provider, url, handlers=1)
+    spans = {span.name: span for span in exporter.get_finished_spans()}
+    dispatch = spans["webhooks.dispatch"]
+    (entry_id,) = {attributes(dispatch)["webhooks.entry_id"]}
+    assert attributes(dispatch) == {
+        PROCESS_ID_ATTRIBUTE: "p-3",
+        "webhooks.event_id": "process.completed:p-3:done",
+        "webhooks.entry_id": entry_id,
+        "webhooks.attempt": 1,
+    }
+    assert attributes(spans["webhooks.delivery"]) == {
+        "http.request.method": "POST",
+        PROCESS_ID_ATTRIBUTE: "p-3",
+        "webhooks.event_id": "process.completed:p-3:done",
+        "http.response.status_code": 200,
+    }
+    mine = spans["store the result"]
+    assert dispatch.context is not None
+    assert mine.context is not None
+    assert mine.parent is not None
+    assert mine.parent.span_id == dispatch.context.span_id
+    ((sent, flags),) = [header.rsplit("-", 1) for header in seen]
+    assert sent == f"00-{dispatch.context.trace_id:032x}-{mine.context.span_id:016x}"
+    assert int(flags, 16) & 1, "the sampled bit is on"
 
 
 async def _exposition(registry: CollectorRegistry) -> bytes:
