@@ -46,7 +46,7 @@ class CatalogueCache:
     fetch_widgets: Callable[[str], Awaitable[Sequence[Widget]]]
     ttl: float = attrs.field(
         default=300.0,
-        validator=number_field("ttl must be a positive number of seconds", above=True),
+        validator=number_field("ttl must be a finite number of seconds > 0", above=True),
     )
     stale_on_error: bool = True
     clock: Callable[[], float] = time.monotonic
