@@ -11,7 +11,6 @@ from typing import Any
 import attrs
 
 from asyncsdk._catalogue.cache import CatalogueCache
-from asyncsdk._catalogue.memo import KeptPlan, PlanMemo, plan_key
 from asyncsdk._catalogue.names import SlotLayout, input_slots, quoted, slot_suffix
 from asyncsdk._catalogue.snapshot import Catalogue, WidgetsArg, WidgetSelection, widget_entries
 from asyncsdk._catalogue.widgets import (
@@ -301,7 +300,6 @@ async def prepare_process(
     widgets: WidgetsArg | None,
     order_assets: Sequence[Asset] | None = None,
     validate: bool = True,
-    memo: PlanMemo[PreparedProcess] | None = None,
 ) -> PreparedProcess:
     """Check the arguments of a process request, then expand and check it before it is sent
     (spec 4.8).
@@ -312,13 +310,12 @@ async def prepare_process(
     tool, are used when ``order_assets`` is known).  ``widgets`` takes any :data:`WidgetsArg` form.
 
     With ``validate=True`` the tool list and the tool's widgets are fetched through ``cache`` (once
-    per TTL, shared by concurrent callers) and a :class:`CatalogueError` explains any problem; the
-    plan is kept in ``memo`` (see :mod:`asyncsdk._catalogue.memo`).  With ``validate=False``
-    nothing is fetched: short forms are expanded by whatever the cache already holds, else by the
-    slug convention, and everything else is passed through.
+    per TTL, shared by concurrent callers) and a :class:`CatalogueError` explains any problem.
+    With ``validate=False`` nothing is fetched: short forms are expanded by whatever the cache
+    already holds, else by the slug convention, and everything else is passed through.
     """
+    _check_arguments(tool, asset_map, widgets)
     if not validate:
-        _check_arguments(tool, asset_map, widgets)
         return plan_process(
             cache.peek(),
             tool=tool,
@@ -328,19 +325,10 @@ async def prepare_process(
             order_assets=order_assets,
             validate=False,
         )
-    key = None
-    if memo is not None and order_assets is None:
-        key = plan_key(tool, asset_map, inputs, widgets)
-    kept = memo.get(key) if memo is not None and key is not None else None
-    if kept is None:
-        # Arguments equal to a kept plan's passed these checks already.
-        _check_arguments(tool, asset_map, widgets)
     tools = await cache.tools()
-    if kept is not None and kept.checked_against(tools, await cache.widgets(kept.prepared.tool)):
-        return kept.prepared
     slug = Catalogue(tools=tools).active_tool(tool).slug
     listed = await cache.widgets(slug)
-    prepared = plan_process(
+    return plan_process(
         Catalogue(tools=tools, widgets={slug: listed}),
         tool=slug,
         asset_map=asset_map,
@@ -349,9 +337,6 @@ async def prepare_process(
         order_assets=order_assets,
         validate=True,
     )
-    if memo is not None and key is not None:
-        memo.keep(key, KeptPlan(prepared, tools, listed))
-    return prepared
 
 
 def _check_arguments(

@@ -78,7 +78,8 @@ class SandboxConfig:
 
     Delays are seconds; ``math.inf`` is the emulator's "never" (``pending_delay=math.inf`` holds a
     process until ``advance()``).  These are settings of the emulator, not arguments of the
-    client, whose numbers of seconds are finite.  ``api_keys`` maps a key to the tool slugs its plan allows (``None``: all).
+    client, whose numbers of seconds are finite.  ``api_keys`` maps a key to the tool slugs its
+    plan allows (``None``: all).
     """
 
     # Process lifecycle
