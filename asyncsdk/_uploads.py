@@ -574,7 +574,10 @@ async def prepare_file(
         if not seekable:
             kind = "unseekable"
             size = None
-            head = await asyncio.to_thread(read_head, source)
+            try:
+                head = await asyncio.to_thread(read_head, source)
+            except (OSError, ValueError, TypeError) as exc:
+                raise UploadError(f"cannot read {display}: {exc}", filename=display) from exc
     else:
         source = aiter(source)
         size = None
