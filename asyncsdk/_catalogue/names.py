@@ -9,7 +9,6 @@ lists no input slots, so they follow the convention ``<tool-slug>-input-image`` 
 from __future__ import annotations
 
 import difflib
-import functools
 import re
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
@@ -89,10 +88,6 @@ _SEPARATORS = re.compile(r"[\s_]+")
 _DASHES = re.compile(r"-{2,}")
 
 
-# Kept per text: every widget and item name of a request is normalised several times against the
-# catalogue.  Saves ~7 us of ~40 us per checked request (benchmarks/FINDINGS.md, "checks before
-# the wire").
-@functools.lru_cache(maxsize=4096)
 def norm(text: str) -> str:
     """``"Living Room"``, ``"living_room"`` and ``" living-room "`` all become ``"living-room"``."""
     return _DASHES.sub("-", _SEPARATORS.sub("-", text.strip().lower())).strip("-")
