@@ -9,8 +9,7 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
-from asyncsdk._catalogue.names import aliases
-from asyncsdk._catalogue.snapshot import Catalogue
+from asyncsdk._catalogue.snapshot import Catalogue, aliases
 from asyncsdk._checks import number_field
 from asyncsdk._errors import APIError, BadRequestError, NotFoundError
 from asyncsdk._models import Tool, Widget
