@@ -170,8 +170,11 @@ class Catalogue:
 
     def find_tool(self, name: str) -> Tool | None:
         """The tool ``name`` means: its slug, an alias, the slug without ``tool-``, or its name."""
-        by_slug = {tool.slug: tool for tool in self.tools}
         wanted = name.strip()
+        for tool in self.tools:
+            if tool.slug == wanted:
+                return tool
+        by_slug = {tool.slug: tool for tool in self.tools}
         normalised = norm(wanted)
         candidates = [wanted, normalised]
         if not normalised.startswith("tool-"):
