@@ -94,7 +94,9 @@ def make_plan(*, quick: bool, runs: int | None) -> Plan:
 
 
 # Goals (2-core machine; ratios from one run).
-CLIENT_VS_AIOHTTP: Final = 0.90
+CLIENT_VS_AIOHTTP: Final = 0.80
+"""The client's request rate is never its user's bottleneck (the service allows 10 generations per
+10 minutes per key): a checked request is planned afresh each time, with no per-request memo."""
 OBSERVED_COST: Final = 0.05
 """Metrics and tracing on may lower a ratio to raw aiohttp (or the bare handler) by 5 % at most."""
 CLIENT_VS_HTTPX: Final = 8.0

@@ -17,6 +17,7 @@ Pieces:
   flight per key, shared by every concurrent caller.
 * ``widgets.py``: the shapes ``widgets=`` takes (read once, by :func:`widget_entries`), and their
   planning against a snapshot.
+* ``memo.py``: :class:`PlanMemo`, checked plans kept per request (the layer's one speed measure).
 * ``plan.py``: :func:`plan_process`, the pure check and expansion of one request against a
   :class:`Catalogue`, and :func:`prepare_process`, which fetches what it needs.
 * ``v1map.py``: V1 service and space names translated to V3 tools and items.
@@ -43,6 +44,7 @@ Conventions (spec 2.4, 2.5, 4.8; decisions 6 and 7):
 """
 
 from asyncsdk._catalogue.cache import CatalogueCache
+from asyncsdk._catalogue.memo import PlanMemo
 from asyncsdk._catalogue.plan import (
     PreparedProcess,
     check_asset_map,
@@ -71,6 +73,7 @@ __all__ = [
     "V1_ENDPOINTS",
     "Catalogue",
     "CatalogueCache",
+    "PlanMemo",
     "PreparedProcess",
     "SlotLayout",
     "V1Translation",

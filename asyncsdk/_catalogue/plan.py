@@ -11,6 +11,7 @@ from typing import Any
 import attrs
 
 from asyncsdk._catalogue.cache import CatalogueCache
+from asyncsdk._catalogue.memo import KeptPlan, PlanMemo, plan_key
 from asyncsdk._catalogue.slots import SlotLayout, input_slots, slot_suffix
 from asyncsdk._catalogue.snapshot import Catalogue, WidgetSelection, quoted
 from asyncsdk._catalogue.widgets import (
@@ -286,6 +287,7 @@ async def prepare_process(
     widgets: WidgetsArg | None,
     order_assets: Sequence[Asset] | None = None,
     validate: bool = True,
+    memo: PlanMemo[PreparedProcess] | None = None,
 ) -> PreparedProcess:
     """Check the arguments of a process request, then expand and check it before it is sent
     (spec 4.8).
@@ -296,17 +298,33 @@ async def prepare_process(
     tool, are used when ``order_assets`` is known).  ``widgets`` takes any :data:`WidgetsArg` form.
 
     With ``validate=True`` the tool list and the tool's widgets are fetched through ``cache`` (once
-    per TTL, shared by concurrent callers) and a :class:`CatalogueError` explains any problem.
-    With ``validate=False`` nothing is fetched: short forms are expanded by whatever the cache
+    per TTL, shared by concurrent callers) and a :class:`CatalogueError` explains any problem; the
+    plan is kept in ``memo`` (see :mod:`asyncsdk._catalogue.memo`).  With ``validate=False``
+    nothing is fetched: short forms are expanded by whatever the cache
     already holds, else by the slug convention, and everything else is passed through.
     """
-    entries = _read_arguments(tool, asset_map, widgets)
     if not validate:
-        return _plan(cache.peek(), tool, asset_map, inputs, entries, order_assets, validate=False)
+        given = _read_arguments(tool, asset_map, widgets)
+        return _plan(cache.peek(), tool, asset_map, inputs, given, order_assets, validate=False)
+    key = None
+    if memo is not None and order_assets is None:
+        key = plan_key(tool, asset_map, inputs, widgets)
+    kept = memo.get(key) if memo is not None and key is not None else None
+    # Arguments equal to a kept plan's passed these checks already; others are checked before
+    # anything is fetched.
+    entries = _read_arguments(tool, asset_map, widgets) if kept is None else None
     tools = await cache.tools()
+    if kept is not None and kept.checked_against(tools, await cache.widgets(kept.prepared.tool)):
+        return kept.prepared
+    if entries is None:
+        entries = _read_arguments(tool, asset_map, widgets)
     slug = Catalogue(tools=tools).active_tool(tool).slug
-    catalogue = Catalogue(tools=tools, widgets={slug: await cache.widgets(slug)})
-    return _plan(catalogue, slug, asset_map, inputs, entries, order_assets, validate=True)
+    listed = await cache.widgets(slug)
+    catalogue = Catalogue(tools=tools, widgets={slug: listed})
+    prepared = _plan(catalogue, slug, asset_map, inputs, entries, order_assets, validate=True)
+    if memo is not None and key is not None:
+        memo.keep(key, KeptPlan(prepared, tools, listed))
+    return prepared
 
 
 def _read_arguments(

@@ -13,6 +13,7 @@ from typing import Any
 
 from asyncsdk._catalogue import (
     CatalogueCache,
+    PlanMemo,
     PreparedProcess,
     WidgetsArg,
     prepare_process,
@@ -45,6 +46,7 @@ class Processes:
         self._orders = orders
         self._catalogue = catalogue
         self._validate = validate
+        self._plans: PlanMemo[PreparedProcess] = PlanMemo()
         self._waiting = Waiting(self.get, core.min_poll_interval)
 
     async def prepare(
@@ -72,6 +74,7 @@ class Processes:
             widgets=widgets,
             order_assets=order_assets,
             validate=self._validate if validate is None else validate,
+            memo=self._plans,
         )
 
     async def create(
