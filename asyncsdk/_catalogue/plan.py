@@ -300,8 +300,8 @@ async def prepare_process(
     With ``validate=True`` the tool list and the tool's widgets are fetched through ``cache`` (once
     per TTL, shared by concurrent callers) and a :class:`CatalogueError` explains any problem; the
     plan is kept in ``memo`` (see :mod:`asyncsdk._catalogue.memo`).  With ``validate=False``
-    nothing is fetched: short forms are expanded by whatever the cache
-    already holds, else by the slug convention, and everything else is passed through.
+    nothing is fetched: short forms are expanded by whatever the cache already holds, else by the
+    slug convention, and everything else is passed through.
     """
     if not validate:
         given = _read_arguments(tool, asset_map, widgets)
