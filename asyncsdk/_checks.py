@@ -1,14 +1,17 @@
-"""Argument checks, written once for every layer.
+"""Argument checks of the client, written once for every layer.
 
 Each check answers the value it accepted or raises with a message that names the argument and the
 value given.  ``error`` is the exception to raise: :class:`~asyncsdk.ValidationError` for the
 arguments of one call, :class:`~asyncsdk.ConfigurationError` for settings.  ``bool`` is never a
-number here, although Python counts it as an ``int``.  The ``*_field`` functions wrap the numeric
-checks as attrs validators; their ``what`` may name the field as ``{name}``.
+number here, although Python counts it as an ``int``.  A number (of seconds, mostly) is finite:
+infinity and NaN never pass, and where an argument means "no limit" it takes ``None`` instead
+(``Timeout(total=None)``), the rule of :mod:`webhooks`' checks too.  The ``*_field`` functions wrap
+the numeric checks as attrs validators; their ``what`` may name the field as ``{name}``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias, TypeGuard
 
@@ -18,6 +21,7 @@ from asyncsdk._errors import AsyncSDKError, ConfigurationError, ValidationError
 
 __all__ = [
     "int_field",
+    "is_finite_number",
     "is_int",
     "is_mapping",
     "is_number",
@@ -50,6 +54,16 @@ def is_int(value: object) -> TypeGuard[int]:
 def is_number(value: object) -> TypeGuard[int | float]:
     """An ``int`` or ``float`` that is not a ``bool``."""
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def is_finite_number(value: object) -> TypeGuard[int | float]:
+    """An ``int`` or ``float`` that is not a ``bool``, infinity nor NaN."""
+    if not is_number(value):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        return False
 
 
 def method_of(value: object, name: str) -> Callable[..., Any] | None:
@@ -105,9 +119,9 @@ def require_number(
     above: bool = False,
     error: _Error = ValidationError,
 ) -> float:
-    """``value`` when it is a number ``>= minimum`` (``> minimum`` with ``above``), else
-    ``error(what, not ...)``; NaN never passes."""
-    if not is_number(value) or not (value > minimum if above else value >= minimum):
+    """``value`` when it is a finite number ``>= minimum`` (``> minimum`` with ``above``), else
+    ``error(what, not ...)``; infinity and NaN never pass."""
+    if not is_finite_number(value) or not (value > minimum if above else value >= minimum):
         raise error(f"{what}, not {value!r}")
     return value
 

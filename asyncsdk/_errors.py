@@ -1,12 +1,14 @@
-"""The one exception tree of the SDK.
+"""The one exception tree of the SDK: every error the client itself raises is one of these.
 
 ::
 
     AsyncSDKError                      every error this package raises
     ├── ConfigurationError             the library was misused (missing key, closed client, option)
-    ├── ValidationError                a request would be wrong; caught before anything was sent
-    │   ├── UploadError                a file to upload breaks a rule (format, size, role)
-    │   ├── MaskError                  a mask breaks the blue/black convention or misfits its photo
+    ├── ValidationError                a call's argument is wrong; caught before anything was sent
+    │   ├── UploadError                a file to upload cannot be read or breaks a rule (format,
+    │   │                              size; an image's role is a plain ValidationError)
+    │   ├── MaskError                  a mask breaks the blue/black convention or misfits its
+    │   │                              photo, or an image opened passes 8192 x 8192 pixels
     │   ├── V1MappingError             a V1 name or id has no known V3 counterpart
     │   ├── KeyReusedError             a run's key given again with other arguments
     │   └── CatalogueError             a process request does not fit the tool catalogue
@@ -24,18 +26,29 @@
     │   │   ├── PermissionDeniedError      403
     │   │   ├── NotFoundError              404
     │   │   ├── UnprocessableEntityError   422
-    │   │   ├── RateLimitError             429
+    │   │   ├── RateLimitError             429 (``retry_after``)
     │   │   └── ServerError                5xx
     │   ├── APIConnectionError         the request could not be carried out on the network
+    │   │   │                          (``request_sent``); a download's redirects past 10
     │   │   └── APITimeoutError        ... because a connect or total timeout passed
     │   ├── APIDecodeError             a 2xx body that matches no model (an HTML page from a proxy)
     │   └── ResultTooLargeError        a result download passed its ``max_bytes``
     ├── JournalError                   the journal of runs failed, or a run was taken over
     ├── ProcessFailedError             a process ended with status ``failed`` (only where asked for)
-    └── WaitTimeoutError               waiting for a process passed its deadline
+    └── WaitTimeoutError               waiting for a process passed its deadline; also a
+                                       ``TimeoutError``
 
-``ConfigurationError`` and ``ValidationError`` mean "fix the call"; ``APIError`` means "the other
-side said no or could not be reached".  No message, repr or attribute ever holds the API key.
+Any other status than those named (409, 418, ...) is an ``APIStatusError`` itself
+(:func:`status_error_class`).  ``ConfigurationError`` and ``ValidationError`` mean "fix the call";
+``APIError`` means "the other side said no or could not be reached".  No message, repr or
+attribute ever holds the API key.
+
+Outside the tree, on purpose: the command line's ``UsageError`` (a ``ConfigurationError`` that
+ends a command with its exit code) lives in ``asyncsdk.cli``; the sandbox answers a broken rule as
+the service's HTTP error (its ``SandboxError`` never reaches a caller) and a misused ``Sandbox``
+raises ``RuntimeError`` or ``ValueError``.  What is not the client's goes through unchanged: an
+``OSError`` of the caller's file system (a result written to a path) and what a caller's own
+callables raise, except an upload source's failure to be read, which is an ``UploadError``.
 """
 
 from __future__ import annotations

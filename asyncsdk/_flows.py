@@ -18,8 +18,7 @@ from asyncsdk._catalogue import PreparedProcess, WidgetsArg
 from asyncsdk._checks import require_text
 from asyncsdk._errors import APIDecodeError, ConfigurationError, NotFoundError, ValidationError
 from asyncsdk._keyed import KeyedRuns, Uploaded, run_arguments
-from asyncsdk._mask_uploads import readable_photo, ready_mask
-from asyncsdk._masks import ImageSource, Point, Rectangle
+from asyncsdk._masks import ImageSource, Point, Rectangle, readable_photo, ready_mask
 from asyncsdk._models import Asset, AssetRole, CreatedProcesses, Process, ToolSlug
 from asyncsdk._resources import Orders, Processes, ResultWaiter
 from asyncsdk._resources.generations import Generations

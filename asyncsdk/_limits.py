@@ -39,7 +39,7 @@ class GenerationLimit:
     period: float = attrs.field(
         default=600.0,
         validator=number_field(
-            "GenerationLimit.{name} must be a number of seconds > 0", above=True
+            "GenerationLimit.{name} must be a finite number of seconds > 0", above=True
         ),
     )
     _starts: collections.deque[float] = attrs.field(

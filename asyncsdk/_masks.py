@@ -1,4 +1,5 @@
-"""Mask images for the mask-based removal tool (``tool-item-removal-mask``).
+"""Mask images for the mask-based removal tool (``tool-item-removal-mask``), from a caller's
+shapes or file to the checked upload.
 
 The service reads a mask as blue ``#7878CD`` for "remove" and black for "keep" (spec 2.2,
 decision 7; the one sentence about white on the tool's page is wrong).  A wrong mask is not
@@ -8,7 +9,9 @@ catch that before the upload:
 * :func:`check_mask` reads a mask and reports how much it removes, or raises :class:`MaskError`
   when its colours or its size are wrong;
 * :func:`convert_white_mask` turns a white-on-black mask into the blue-on-black PNG;
-* :func:`mask_from_shapes` draws a mask from rectangles and polygons.
+* :func:`mask_from_shapes` draws a mask from rectangles and polygons;
+* :func:`ready_mask` makes the upload of ``Client.run_mask_removal`` and
+  ``client.orders.append_mask``, both through the same checks.
 
 Images come as a path, bytes or a Pillow ``Image``.  Pillow is an optional dependency
 (``pip install 'asyncsdk[images]'``), imported on first use.  :func:`check_image_size` holds every
@@ -21,12 +24,14 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Final, TypeAlias
 
 from asyncsdk._checks import is_int, require_int
 from asyncsdk._errors import ConfigurationError, MaskError, ValidationError
-from asyncsdk._models import MaskReport
+from asyncsdk._models import AssetRole, MaskReport
+from asyncsdk._uploads import Upload, UploadSource, sniff_image_type
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -39,6 +44,8 @@ __all__ = [
     "check_mask",
     "convert_white_mask",
     "mask_from_shapes",
+    "readable_photo",
+    "ready_mask",
 ]
 
 #: The colour that marks pixels to remove (``#7878CD``).
@@ -338,3 +345,75 @@ def mask_from_shapes(
             raise MaskError(f"polygon {number} lies outside the {width}x{height} image")
         draw.polygon([(x, y) for x, y in poly], fill=REMOVE_BLUE)
     return _encode_png(image)
+
+
+# -- the mask as an upload
+
+_MASK_EXTENSIONS: Final = {"image/jpeg": ".jpg", "image/png": ".png", "image/webp": ".webp"}
+
+
+def readable_photo(source: UploadSource) -> ImageSource | None:
+    """The photo as Pillow can read it without consuming an upload: a path or bytes."""
+    if isinstance(source, str | os.PathLike):
+        return source
+    if isinstance(source, bytes | bytearray | memoryview):
+        return bytes(source)
+    return None
+
+
+def _is_pil_image(value: object) -> bool:
+    """True for a PIL image, without importing Pillow when it is not loaded already."""
+    module = sys.modules.get("PIL.Image")
+    return module is not None and isinstance(value, module.Image)
+
+
+def ready_mask(
+    mask: ImageSource | None,
+    photo: ImageSource | None,
+    *,
+    rectangles: Sequence[Rectangle],
+    polygons: Sequence[Sequence[Point]],
+    convert_white: bool,
+    check: bool,
+) -> Upload:
+    """Draw, convert and check the mask (blocking Pillow work); the upload to append.
+
+    Used by ``Client.run_mask_removal`` and ``client.orders.append_mask``, so both apply the
+    same checks.  ``photo`` (a path or bytes) is the photo the mask must match in size.
+    """
+    data: ImageSource
+    if mask is None:
+        assert photo is not None  # checked by the caller
+        data = mask_from_shapes(photo, rectangles=rectangles, polygons=polygons)
+    elif convert_white:
+        data = convert_white_mask(mask)
+    else:
+        data = mask
+    if check:
+        check_mask(data, photo)
+    if _is_pil_image(data):
+        buffer = io.BytesIO()
+        data.save(buffer, format="PNG")  # type: ignore[union-attr]  # a PIL image here
+        data = buffer.getvalue()
+    elif isinstance(data, str | os.PathLike):
+        # A mask is small: read it here, so that a file the service would refuse is caught
+        # before the photo is uploaded.
+        try:
+            with open(data, "rb") as file:
+                data = file.read()
+        except OSError as exc:
+            raise ValidationError(
+                f"cannot read the mask file {os.fsdecode(data)!r}: {exc}"
+            ) from exc
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise ValidationError(
+            f"the mask must be a path, bytes or a PIL image, not {type(data).__name__}"
+        )
+    content = bytes(data)
+    kind = sniff_image_type(content[:12])
+    if kind is None:
+        raise ValidationError(
+            "the mask is not a PNG, JPEG or WEBP image; save it as PNG (blue #7878CD removes, "
+            "black keeps)"
+        )
+    return Upload(content, role=AssetRole.MASK, filename="mask" + _MASK_EXTENSIONS[kind])

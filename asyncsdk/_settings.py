@@ -70,7 +70,9 @@ class ApiKey:
 
 
 _seconds_or_none = number_field(
-    "Timeout.{name} must be a positive number of seconds or None", above=True, optional=True
+    "Timeout.{name} must be a finite number of seconds > 0, or None for no limit",
+    above=True,
+    optional=True,
 )
 
 
@@ -196,7 +198,7 @@ class ClientSettings:
             )
         require_number(
             min_poll_interval,
-            "min_poll_interval must be a number of seconds > 0",
+            "min_poll_interval must be a finite number of seconds > 0",
             above=True,
             error=ConfigurationError,
         )
@@ -204,7 +206,7 @@ class ClientSettings:
             raise ConfigurationError(f"validate must be True or False, not {validate!r}")
         require_number(
             catalogue_ttl,
-            "catalogue_ttl must be a number of seconds > 0",
+            "catalogue_ttl must be a finite number of seconds > 0",
             above=True,
             error=ConfigurationError,
         )

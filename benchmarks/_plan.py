@@ -102,7 +102,9 @@ def make_plan(*, quick: bool, runs: int | None) -> Plan:
 
 
 # Goals (2-core machine; ratios from one run).
-CLIENT_VS_AIOHTTP: Final = 0.90
+CLIENT_VS_AIOHTTP: Final = 0.80
+"""The client's request rate is never its user's bottleneck (the service allows 10 generations per
+10 minutes per key): a checked request is planned afresh each time, with no per-request memo."""
 OBSERVED_COST: Final = 0.05
 """Metrics on may add 5 % at most to the CPU a request takes with telemetry off."""
 SAMPLED_COST: Final = {"client": 0.10, "receiver": 0.20}

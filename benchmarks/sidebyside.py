@@ -16,7 +16,9 @@ under the receiver section's loads, against the bare handler (req/s) and against
 hand-written peers (CPU per request).  PostgreSQL is left out, so that trees from before
 ``PostgresInbox`` can be measured.  ``REF`` must take this benchmark's calls as they are
 (``Client(max_in_flight=, validate=, generation_limit=, max_upload_bytes=)``,
-``WebhookReceiver(queue_limit=, drain_timeout=)``): trees from 2026-11-22 on do.
+``WebhookReceiver(queue_limit=, drain_timeout=)``): trees from 2026-11-22 on do.  ``--only
+client`` (or ``upload``, ``receiver``, comma-separated) measures those sections alone; the client's
+rows then need neither wrk nor Redis.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from benchmarks._receiver_section import REFUSED
 from benchmarks._shared import fmt, redis_problem, runs_of, table, workdir
 
 TREES: Final = ("baseline", "this")
+SECTIONS: Final = ("client", "upload", "receiver")
 STORES: Final = ("memory", "sqlite", "redis")
 WORSE_BY: Final = 0.05
 """A ratio more than this much worse on this tree than on the baseline is flagged."""
@@ -132,6 +135,8 @@ def _client_round(
         for phase in ("create", "get"):
             value = sdk[phase]["rps"] / raw[phase]["rps"]
             _add(ratios, "client", f"{phase}: req/s vs raw aiohttp", tree, value)
+            value = sdk[phase]["cpu_us"] / raw[phase]["cpu_us"]
+            _add(ratios, "client", f"{phase}: CPU/req vs raw aiohttp", tree, value)
 
 
 def _upload_round(
@@ -202,8 +207,8 @@ def _answered(server: str, load: dict[str, Any]) -> dict[str, Any]:
     return load
 
 
-def measure(plan: Plan, baseline: Path) -> Ratios:
-    """Every figure for both trees, ``plan.runs`` rounds."""
+def measure(plan: Plan, baseline: Path, sections: tuple[str, ...] = SECTIONS) -> Ratios:
+    """Every figure of ``sections`` for both trees, ``plan.runs`` rounds."""
     from benchmarks._upload_bench import make_jpeg_file
 
     packages: dict[str, Path | None] = {"baseline": baseline, "this": None}
@@ -226,9 +231,12 @@ def measure(plan: Plan, baseline: Path) -> Ratios:
         for n in range(plan.runs):
             print(f"[sidebyside] round {n + 1} of {plan.runs}", file=sys.stderr, flush=True)
             with serving("_api:serve") as server:
-                _client_round(plan, server, packages, n, ratios)
-                _upload_round(plan, server, packages, n, ratios, files, warm)
-            _receiver_round(plan, folder, packages, n, ratios)
+                if "client" in sections:
+                    _client_round(plan, server, packages, n, ratios)
+                if "upload" in sections:
+                    _upload_round(plan, server, packages, n, ratios, files, warm)
+            if "receiver" in sections:
+                _receiver_round(plan, folder, packages, n, ratios)
     return ratios
 
 
@@ -286,16 +294,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=None, help="rounds (default: the plan's)")
     parser.add_argument("--quick", action="store_true", help="short loads, for a smoke test")
     parser.add_argument("--out", type=Path, default=None, help="write the table here too")
+    parser.add_argument(
+        "--only",
+        default=",".join(SECTIONS),
+        help=f"comma-separated sections to measure (default: all of {','.join(SECTIONS)})",
+    )
     args = parser.parse_args(argv)
-    if which("wrk") is None:
-        parser.error("wrk is needed for the receiver's req/s ratios: apt-get install wrk")
-    problem = redis_problem()
-    if problem:
-        parser.error(f"the Redis receiver needs Redis: {problem}")
+    sections = tuple(name.strip() for name in args.only.split(",") if name.strip())
+    unknown = sorted(set(sections) - set(SECTIONS))
+    if unknown or not sections:
+        parser.error(f"--only takes some of {','.join(SECTIONS)}, not {args.only!r}")
+    if "receiver" in sections:
+        if which("wrk") is None:
+            parser.error("wrk is needed for the receiver's req/s ratios: apt-get install wrk")
+        problem = redis_problem()
+        if problem:
+            parser.error(f"the Redis receiver needs Redis: {problem}")
     plan = make_plan(quick=args.quick, runs=args.runs)
     head = git_revision()
     with baseline_packages(args.ref) as (packages, commit):
-        ratios = measure(plan, packages)
+        ratios = measure(plan, packages, sections)
     lines = report(ratios, commit, head, plan.runs)
     text = "\n".join(lines) + "\n"
     print(text)

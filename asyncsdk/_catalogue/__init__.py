@@ -9,12 +9,14 @@ here imports aiohttp.
 
 Pieces:
 
-* ``names.py``: slugs and their spellings, widget purposes, item values, input slots.
-* ``snapshot.py``: :class:`Catalogue`, a frozen snapshot of the tools and of the widgets of some
-  tools, with lookups.
+* ``snapshot.py``: the names: slugs and their spellings, widget purposes, item values;
+  :class:`Catalogue`, a frozen snapshot of the tools and of the widgets of some tools, with the
+  lookups of a name; :class:`WidgetSelection`, what a widget name resolves to.
+* ``slots.py``: a tool's input slots by the naming convention.
 * ``cache.py``: :class:`CatalogueCache`, a per-client cache with a time to live; one fetch in
   flight per key, shared by every concurrent caller.
-* ``widgets.py``: the shapes ``widgets=`` takes, and their planning against a snapshot.
+* ``widgets.py``: the shapes ``widgets=`` takes (read once, by :func:`widget_entries`), and their
+  planning against a snapshot.
 * ``memo.py``: :class:`PlanMemo`, checked plans kept per request (the layer's one speed measure).
 * ``plan.py``: :func:`plan_process`, the pure check and expansion of one request against a
   :class:`Catalogue`, and :func:`prepare_process`, which fetches what it needs.
@@ -43,14 +45,19 @@ Conventions (spec 2.4, 2.5, 4.8; decisions 6 and 7):
 
 from asyncsdk._catalogue.cache import CatalogueCache
 from asyncsdk._catalogue.memo import PlanMemo
-from asyncsdk._catalogue.names import MULTI_SELECT_WIDGETS, TOOL_ALIASES, SlotLayout, input_slots
 from asyncsdk._catalogue.plan import (
     PreparedProcess,
     check_asset_map,
     plan_process,
     prepare_process,
 )
-from asyncsdk._catalogue.snapshot import Catalogue, WidgetsArg, WidgetSelection
+from asyncsdk._catalogue.slots import SlotLayout, input_slots
+from asyncsdk._catalogue.snapshot import (
+    MULTI_SELECT_WIDGETS,
+    TOOL_ALIASES,
+    Catalogue,
+    WidgetSelection,
+)
 from asyncsdk._catalogue.v1map import (
     V1_ENDPOINTS,
     V1Translation,
@@ -58,7 +65,7 @@ from asyncsdk._catalogue.v1map import (
     v1_service_to_tool,
     v1_space_to_item,
 )
-from asyncsdk._catalogue.widgets import check_widgets, check_widgets_arg
+from asyncsdk._catalogue.widgets import WidgetsArg, widget_entries
 
 __all__ = [
     "MULTI_SELECT_WIDGETS",
@@ -73,12 +80,11 @@ __all__ = [
     "WidgetSelection",
     "WidgetsArg",
     "check_asset_map",
-    "check_widgets",
-    "check_widgets_arg",
     "input_slots",
     "plan_process",
     "prepare_process",
     "translate_v1_submit",
     "v1_service_to_tool",
     "v1_space_to_item",
+    "widget_entries",
 ]

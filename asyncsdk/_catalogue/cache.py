@@ -9,8 +9,7 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
-from asyncsdk._catalogue.names import aliases
-from asyncsdk._catalogue.snapshot import Catalogue
+from asyncsdk._catalogue.snapshot import Catalogue, aliases
 from asyncsdk._checks import number_field
 from asyncsdk._errors import APIError, BadRequestError, NotFoundError
 from asyncsdk._models import Tool, Widget
@@ -46,7 +45,7 @@ class CatalogueCache:
     fetch_widgets: Callable[[str], Awaitable[Sequence[Widget]]]
     ttl: float = attrs.field(
         default=300.0,
-        validator=number_field("ttl must be a positive number of seconds", above=True),
+        validator=number_field("ttl must be a finite number of seconds > 0", above=True),
     )
     stale_on_error: bool = True
     clock: Callable[[], float] = time.monotonic

@@ -1,11 +1,12 @@
 """Checked plans kept per request, so that a request made again is not planned again.
 
-The one speed measure of the catalogue layer.  Planning a process request against the catalogue
-(resolving the tool, each widget and item by any of their names, the required widgets, the
-``accessibleIn`` rules) costs about 25 us; a client that stages many photos sends the same
-``(tool, inputs, widgets)`` again and again.  Paid for by the benchmark line
-``client | create: req/s >= 0.9 x raw aiohttp`` in ``benchmarks/RESULTS.md`` (see
-``benchmarks/FINDINGS.md``, "The plan memo").
+The one speed measure of the catalogue layer, kept because the client's create misses its goal
+without it.  Planning a process request against the catalogue (the tool, each widget and item by
+any of their names, the required widgets, the ``accessibleIn`` rules) costs 14 to 23 us hot and
+about 35 us of CPU per create in the client benchmark's concurrent run; a client that stages many
+photos sends the same ``(tool, inputs, widgets)`` again and again.  Paid for by the benchmark line
+``client | create: req/s >= 0.8 x raw aiohttp`` in ``benchmarks/RESULTS.md`` (see
+``benchmarks/FINDINGS.md``, "Kept: the plan memo").
 
 A plan is kept only when it was checked against the catalogue (``validate=True``) and did not need
 the order's assets; it is used again only while the cache serves the very tool list and widgets it

@@ -12,12 +12,14 @@ import attrs
 
 from asyncsdk._catalogue.cache import CatalogueCache
 from asyncsdk._catalogue.memo import KeptPlan, PlanMemo, plan_key
-from asyncsdk._catalogue.names import SlotLayout, input_slots, quoted, slot_suffix
-from asyncsdk._catalogue.snapshot import Catalogue, WidgetsArg, WidgetSelection, widget_entries
+from asyncsdk._catalogue.slots import SlotLayout, input_slots, slot_suffix
+from asyncsdk._catalogue.snapshot import Catalogue, WidgetSelection, quoted
 from asyncsdk._catalogue.widgets import (
-    check_widgets_arg,
+    Entry,
+    WidgetsArg,
     plan_widgets_checked,
     plan_widgets_unchecked,
+    widget_entries,
 )
 from asyncsdk._checks import is_mapping, require_text
 from asyncsdk._errors import ConfigurationError, InputError, ValidationError
@@ -272,24 +274,8 @@ def plan_process(
     is expanded (by the catalogue when given, else by the slug convention) and the rest is passed
     through as given.
     """
-    if not isinstance(tool, str) or not tool.strip():
-        raise ValidationError(
-            f"tool= must be a tool slug such as 'tool-virtual-staging', not {tool!r}"
-        )
-    entries = widget_entries(widgets)
-    if validate:
-        if catalogue is None:
-            raise ConfigurationError("validate=True needs a catalogue; pass validate=False to skip")
-        listed = catalogue.active_tool(tool)
-        slug = listed.slug
-        asset_ids = _plan_inputs(slug, asset_map, inputs, order_assets, check=True)
-        selections = plan_widgets_checked(catalogue, slug, entries)
-        return PreparedProcess(tool=slug, asset_map=asset_ids, widgets=selections, validated=True)
-    found = catalogue.find_tool(tool) if catalogue is not None else None
-    slug = found.slug if found is not None else tool.strip()
-    asset_ids = _plan_inputs(slug, asset_map, inputs, order_assets, check=False)
-    selections = plan_widgets_unchecked(catalogue, slug, entries)
-    return PreparedProcess(tool=slug, asset_map=asset_ids, widgets=selections, validated=False)
+    entries = _read_arguments(tool, asset_map, widgets)
+    return _plan(catalogue, tool, asset_map, inputs, entries, order_assets, validate=validate)
 
 
 async def prepare_process(
@@ -318,50 +304,65 @@ async def prepare_process(
     slug convention, and everything else is passed through.
     """
     if not validate:
-        _check_arguments(tool, asset_map, widgets)
-        return plan_process(
-            cache.peek(),
-            tool=tool,
-            asset_map=asset_map,
-            inputs=inputs,
-            widgets=widgets,
-            order_assets=order_assets,
-            validate=False,
-        )
+        given = _read_arguments(tool, asset_map, widgets)
+        return _plan(cache.peek(), tool, asset_map, inputs, given, order_assets, validate=False)
     key = None
     if memo is not None and order_assets is None:
         key = plan_key(tool, asset_map, inputs, widgets)
     kept = memo.get(key) if memo is not None and key is not None else None
-    if kept is None:
-        # Arguments equal to a kept plan's passed these checks already.
-        _check_arguments(tool, asset_map, widgets)
+    # Arguments equal to a kept plan's passed these checks already; others are checked before
+    # anything is fetched.
+    entries = _read_arguments(tool, asset_map, widgets) if kept is None else None
     tools = await cache.tools()
     if kept is not None and kept.checked_against(tools, await cache.widgets(kept.prepared.tool)):
         return kept.prepared
+    if entries is None:
+        entries = _read_arguments(tool, asset_map, widgets)
     slug = Catalogue(tools=tools).active_tool(tool).slug
     listed = await cache.widgets(slug)
-    prepared = plan_process(
-        Catalogue(tools=tools, widgets={slug: listed}),
-        tool=slug,
-        asset_map=asset_map,
-        inputs=inputs,
-        widgets=widgets,
-        order_assets=order_assets,
-        validate=True,
-    )
+    catalogue = Catalogue(tools=tools, widgets={slug: listed})
+    prepared = _plan(catalogue, slug, asset_map, inputs, entries, order_assets, validate=True)
     if memo is not None and key is not None:
         memo.keep(key, KeptPlan(prepared, tools, listed))
     return prepared
 
 
-def _check_arguments(
+def _read_arguments(
     tool: str, asset_map: Mapping[str, str] | None, widgets: WidgetsArg | None
-) -> None:
-    """The shape of the arguments, before the catalogue is consulted."""
-    require_text(tool, "tool")
+) -> list[Entry]:
+    """The shape of the arguments, checked before the catalogue is consulted; the widgets given."""
+    if not isinstance(tool, str) or not tool.strip():
+        raise ValidationError(
+            f"tool= must be a tool slug such as 'tool-virtual-staging', not {tool!r}"
+        )
     if asset_map is not None:
         check_asset_map(tool, asset_map)
-    check_widgets_arg(widgets)
+    return widget_entries(widgets)
+
+
+def _plan(
+    catalogue: Catalogue | None,
+    tool: str,
+    asset_map: Mapping[str, str] | None,
+    inputs: Mapping[str, str] | str | None,
+    entries: list[Entry],
+    order_assets: Sequence[Asset] | None,
+    *,
+    validate: bool,
+) -> PreparedProcess:
+    """:func:`plan_process` on arguments whose shape is checked."""
+    if validate:
+        if catalogue is None:
+            raise ConfigurationError("validate=True needs a catalogue; pass validate=False to skip")
+        slug = catalogue.active_tool(tool).slug
+        asset_ids = _plan_inputs(slug, asset_map, inputs, order_assets, check=True)
+        selections = plan_widgets_checked(catalogue, slug, entries)
+        return PreparedProcess(tool=slug, asset_map=asset_ids, widgets=selections, validated=True)
+    found = catalogue.find_tool(tool) if catalogue is not None else None
+    slug = found.slug if found is not None else tool.strip()
+    asset_ids = _plan_inputs(slug, asset_map, inputs, order_assets, check=False)
+    selections = plan_widgets_unchecked(catalogue, slug, entries)
+    return PreparedProcess(tool=slug, asset_map=asset_ids, widgets=selections, validated=False)
 
 
 def check_asset_map(tool: str, asset_map: Mapping[str, str]) -> None:

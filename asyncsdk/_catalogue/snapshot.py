@@ -1,34 +1,125 @@
-"""One frozen snapshot of the catalogue and its lookups; the ``widgets=`` forms it reads."""
+"""The catalogue's names and their lookups: one frozen snapshot of the tools and widgets, what a
+tool, widget or item name means in it, and the widget selection a name resolves to.
+
+Widget slugs read ``widget-<purpose>-<tool-slug>``; item slugs read ``item-<value>-<widget-slug>``
+(spec 2.4, 2.5).  ``tool-furniture-set-restyle`` (the catalogue list) and
+``tool-furniture-restyle`` (the tool's reference) are one tool (decision 6).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import difflib
+import re
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, TypeAlias
+from typing import Any, Final
 
 import attrs
 
-from asyncsdk._catalogue.names import (
-    MULTI_SELECT_WIDGETS,
-    aliases,
-    did_you_mean,
-    item_value,
-    norm,
-    quoted,
-    widget_purpose,
-)
-from asyncsdk._checks import is_mapping, is_sequence, require_text
+from asyncsdk._checks import require_text
 from asyncsdk._errors import (
     ConfigurationError,
     InactiveError,
     UnknownItemError,
     UnknownToolError,
     UnknownWidgetError,
-    ValidationError,
 )
-from asyncsdk._models import Tool, Widget, WidgetItem
+from asyncsdk._models import Tool, ToolSlug, Widget, WidgetItem
 
-__all__ = ["Catalogue", "WidgetSelection", "WidgetsArg", "widget_entries"]
+__all__ = [
+    "KNOWN_KEYS",
+    "MULTI_SELECT_WIDGETS",
+    "TOOL_ALIASES",
+    "Catalogue",
+    "WidgetSelection",
+    "aliases",
+    "did_you_mean",
+    "item_value",
+    "norm",
+    "quoted",
+    "reference_slug",
+    "widget_purpose",
+]
+
+#: Groups of tool slugs that name one tool (decision 6).  The first of a group is the spelling of
+#: the tool's reference, used to build input slot names and convention widget slugs.
+TOOL_ALIASES: Final[tuple[tuple[str, ...], ...]] = (
+    (ToolSlug.FURNITURE_RESTYLE, ToolSlug.FURNITURE_SET_RESTYLE),
+)
+
+#: Widgets the spec names multi-select although their ``type`` may not say ``toggle``.
+MULTI_SELECT_WIDGETS: Final = frozenset({"widget-enhancement-options-tool-image-enhancement"})
+
+#: Widget keys whose slug does not follow ``widget-<key>-<tool>`` (spec 2.5: the enhancement
+#: tool's area widget has the key ``space``).  Used only when no catalogue is at hand.
+KNOWN_KEYS: Final[Mapping[tuple[str, str], str]] = MappingProxyType(
+    {(ToolSlug.IMAGE_ENHANCEMENT, "space"): "widget-area-tool-image-enhancement"}
+)
+
+
+_SEPARATORS = re.compile(r"[\s_]+")
+_DASHES = re.compile(r"-{2,}")
+
+
+def norm(text: str) -> str:
+    """``"Living Room"``, ``"living_room"`` and ``" living-room "`` all become ``"living-room"``."""
+    return _DASHES.sub("-", _SEPARATORS.sub("-", text.strip().lower())).strip("-")
+
+
+def aliases(slug: str) -> tuple[str, ...]:
+    """The slug followed by its other spellings (decision 6); just the slug for most tools."""
+    for group in TOOL_ALIASES:
+        if slug in group:
+            return (slug, *(other for other in group if other != slug))
+    return (slug,)
+
+
+def reference_slug(slug: str) -> str:
+    """The spelling used for input slots and convention widget slugs."""
+    for group in TOOL_ALIASES:
+        if slug in group:
+            return group[0]
+    return slug
+
+
+def _suffix_variants(slug: str, tool: str) -> tuple[str, ...]:
+    """``slug`` with its trailing tool slug spelled every way the tool can be spelled."""
+    for alias in aliases(tool):
+        if slug.endswith("-" + alias):
+            base = slug[: -len(alias)]
+            return tuple(base + other for other in aliases(tool))
+    return (slug,)
+
+
+def widget_purpose(widget_slug: str, tool: str) -> str | None:
+    """``widget-space-tool-virtual-staging`` -> ``space``; ``None`` off the convention."""
+    if not widget_slug.startswith("widget-"):
+        return None
+    for alias in aliases(tool):
+        if widget_slug.endswith("-" + alias):
+            middle = widget_slug[len("widget-") : -len(alias) - 1]
+            return middle or None
+    return None
+
+
+def item_value(item_slug: str, widget_slug: str, tool: str) -> str:
+    """``item-bedroom-widget-space-tool-virtual-staging`` -> ``bedroom``; else the slug itself."""
+    if item_slug.startswith("item-"):
+        for variant in _suffix_variants(widget_slug, tool):
+            if item_slug.endswith("-" + variant):
+                middle = item_slug[len("item-") : -len(variant) - 1]
+                if middle:
+                    return middle
+    return item_slug
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
+    matches = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
+def quoted(values: Iterable[str]) -> str:
+    return ", ".join(repr(v) for v in values)
 
 
 def _freeze_widgets(
@@ -66,16 +157,6 @@ class WidgetSelection:
         return {"slug": self.slug, "item_slugs": list(self.item_slugs)}
 
 
-#: Every form ``widgets=`` accepts: ``{"space": "bedroom", "enhancement_options": ["a", "b"]}``
-#: (keys by key, purpose, name or slug; values short, by name, or full slugs; ``None`` = omitted),
-#: the wire list ``[{"slug": ..., "item_slugs": [...]}]``, or :class:`WidgetSelection` values.
-WidgetsArg: TypeAlias = (
-    Mapping[str, str | Sequence[str] | None]
-    | Sequence[Mapping[str, Any]]
-    | Sequence[WidgetSelection]
-)
-
-
 @attrs.frozen(kw_only=True)
 class Catalogue:
     """A snapshot of the tool list and of the widgets of some tools (keyed by listed tool slug)."""
@@ -89,8 +170,11 @@ class Catalogue:
 
     def find_tool(self, name: str) -> Tool | None:
         """The tool ``name`` means: its slug, an alias, the slug without ``tool-``, or its name."""
-        by_slug = {tool.slug: tool for tool in self.tools}
         wanted = name.strip()
+        for tool in self.tools:
+            if tool.slug == wanted:
+                return tool
+        by_slug = {tool.slug: tool for tool in self.tools}
         normalised = norm(wanted)
         candidates = [wanted, normalised]
         if not normalised.startswith("tool-"):
@@ -263,48 +347,3 @@ class Catalogue:
                 if item.slug == item_slug:
                     return widget, item
         return None
-
-
-def widget_entries(widgets: WidgetsArg | None) -> list[tuple[str, tuple[str, ...]]]:
-    """Normalise every accepted ``widgets=`` form into ``(widget name, item names)`` pairs."""
-    if widgets is None:
-        return []
-    entries: list[tuple[str, tuple[str, ...]]] = []
-    if is_mapping(widgets):
-        for key, value in widgets.items():
-            if not isinstance(key, str):
-                raise ValidationError(f"widget names must be strings, not {key!r}")
-            if value is None:
-                continue
-            entries.append((key, _item_names(key, value)))
-        return entries
-    if isinstance(widgets, str | bytes):
-        raise ValidationError(
-            "widgets= takes a mapping such as {'space': 'bedroom'} or a list of "
-            "{'slug': ..., 'item_slugs': [...]}, not a string"
-        )
-    for position, entry in enumerate(widgets):
-        if isinstance(entry, WidgetSelection):
-            entries.append((entry.slug, entry.item_slugs))
-            continue
-        if not is_mapping(entry) or not isinstance(entry.get("slug"), str):
-            raise ValidationError(
-                f"widgets[{position}] must be {{'slug': <widget slug>, 'item_slugs': [...]}}, "
-                f"got {entry!r}"
-            )
-        slug = entry["slug"]
-        entries.append((slug, _item_names(slug, entry.get("item_slugs", ()))))
-    return entries
-
-
-def _item_names(widget: str, value: object) -> tuple[str, ...]:
-    if isinstance(value, str):
-        return (value,)
-    if (is_sequence(value) or isinstance(value, frozenset | set)) and not isinstance(value, bytes):
-        names = tuple(value)
-        if all(isinstance(name, str) for name in names):
-            return names
-    raise ValidationError(
-        f"the value of widget {widget!r} must be an item name or a list of item names, "
-        f"got {value!r}"
-    )

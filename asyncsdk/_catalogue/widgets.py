@@ -1,6 +1,6 @@
 """The ``widgets=`` argument: the shapes it takes, and its planning into widget selections.
 
-:func:`check_widgets_arg` checks the shape of any accepted form before the catalogue is consulted;
+:func:`widget_entries` checks the shape of any accepted form before the catalogue is consulted;
 :func:`plan_widgets_checked` plans it against a catalogue snapshot, enforcing single- and
 multi-select widgets, required widgets and ``accessibleIn`` conditions (spec 2.5);
 :func:`plan_widgets_unchecked` only expands short names, by the catalogue when it is at hand,
@@ -10,11 +10,17 @@ else by the slug convention.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
-from asyncsdk._catalogue.names import KNOWN_KEYS, item_value, norm, quoted, reference_slug
-from asyncsdk._catalogue.snapshot import Catalogue, WidgetsArg, WidgetSelection
-from asyncsdk._checks import is_mapping, is_sequence
+from asyncsdk._catalogue.snapshot import (
+    KNOWN_KEYS,
+    Catalogue,
+    WidgetSelection,
+    item_value,
+    norm,
+    quoted,
+    reference_slug,
+)
 from asyncsdk._errors import (
     CatalogueError,
     InactiveError,
@@ -25,53 +31,25 @@ from asyncsdk._errors import (
 from asyncsdk._models import Widget, WidgetItem
 
 __all__ = [
-    "check_widgets",
-    "check_widgets_arg",
+    "Entry",
+    "WidgetsArg",
     "plan_widgets_checked",
     "plan_widgets_unchecked",
+    "widget_entries",
 ]
 
 
-def check_wire_entry(index: int, widget: Mapping[str, Any]) -> dict[str, Any]:
-    unknown = set(widget) - {"slug", "item_slugs"}
-    if unknown:
-        raise ValidationError(
-            f"widgets[{index}] has unknown keys {sorted(unknown)}; use 'slug' and 'item_slugs'"
-        )
-    slug = widget.get("slug")
-    items = widget.get("item_slugs")
-    if not isinstance(slug, str) or not slug:
-        raise ValidationError(f"widgets[{index}]['slug'] must be a non-empty string")
-    if (
-        isinstance(items, str)
-        or not is_sequence(items)
-        or not all(isinstance(item, str) and item for item in items)
-    ):
-        raise ValidationError(
-            f"widgets[{index}]['item_slugs'] must be a list of item slugs, e.g. "
-            f"['item-...-{slug}'], not {items!r}"
-        )
-    return {"slug": slug, "item_slugs": list(items)}
+#: Every form ``widgets=`` accepts: ``{"space": "bedroom", "enhancement_options": ["a", "b"]}``
+#: (keys by key, purpose, name or slug; values short, by name, or full slugs; ``None`` = omitted),
+#: the wire list ``[{"slug": ..., "item_slugs": [...]}]``, or :class:`WidgetSelection` values.
+WidgetsArg: TypeAlias = (
+    Mapping[str, str | Sequence[str] | None]
+    | Sequence[Mapping[str, Any]]
+    | Sequence[WidgetSelection]
+)
 
-
-def check_widgets(widgets: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]] | None:
-    """Widget selections as the wire wants them: ``[{"slug": str, "item_slugs": [str, ...]}]``."""
-    if widgets is None:
-        return None
-    if isinstance(widgets, Mapping | str) or not isinstance(widgets, Sequence):
-        raise ValidationError(
-            "widgets must be a sequence of {'slug': ..., 'item_slugs': [...]} mappings"
-        )
-    body: list[dict[str, Any]] = []
-    for index, widget in enumerate(widgets):
-        if not isinstance(widget, Mapping):
-            raise ValidationError(
-                f"widgets[{index}] must be a mapping {{'slug': ..., 'item_slugs': [...]}}, "
-                f"not {type(widget).__name__}"
-            )
-        body.append(check_wire_entry(index, widget))
-    return body
-
+#: A widget as the caller named it, and the names of its items.
+Entry: TypeAlias = tuple[str, tuple[str, ...]]
 
 _WIDGETS_FORMS = (
     "a mapping of widget names to items such as {'space': 'bedroom', 'style': 'modern'}, "
@@ -79,8 +57,9 @@ _WIDGETS_FORMS = (
 )
 
 
-def check_widgets_arg(widgets: WidgetsArg | None) -> None:
-    """Check the shape of any accepted ``widgets=`` form before the catalogue is consulted.
+def widget_entries(widgets: WidgetsArg | None) -> list[Entry]:
+    """The one reading of ``widgets=``: its shape checked, before the catalogue is consulted, and
+    each widget given as ``(widget name, item names)``.
 
     * the short mapping ``{"space": "bedroom", "enhancement_options": ["a", "b"]}`` (a value is an
       item name, a list of them, or ``None`` for "leave out");
@@ -88,10 +67,12 @@ def check_widgets_arg(widgets: WidgetsArg | None) -> None:
     * a sequence of :class:`~asyncsdk.WidgetSelection`.
     """
     if widgets is None:
-        return
-    if isinstance(widgets, str | bytes) or not (is_mapping(widgets) or is_sequence(widgets)):
-        raise ValidationError(f"widgets must be {_WIDGETS_FORMS}, not {type(widgets).__name__}")
-    if is_mapping(widgets):
+        return []
+    if isinstance(widgets, str | bytes) or not isinstance(widgets, Mapping | Sequence):
+        shown = "a string" if isinstance(widgets, str | bytes) else type(widgets).__name__
+        raise ValidationError(f"widgets must be {_WIDGETS_FORMS}, not {shown}")
+    entries: list[Entry] = []
+    if isinstance(widgets, Mapping):
         if "slug" in widgets and set(widgets) <= {"slug", "item_slugs"}:
             raise ValidationError(
                 f"widgets must be {_WIDGETS_FORMS}; {dict(widgets)!r} is one wire entry: "
@@ -100,42 +81,80 @@ def check_widgets_arg(widgets: WidgetsArg | None) -> None:
         for name, value in widgets.items():
             if not isinstance(name, str) or not name.strip():
                 raise ValidationError(f"widget names must be non-empty strings, not {name!r}")
-            if value is None or (isinstance(value, str) and value.strip()):
-                continue
-            if (
-                isinstance(value, str | bytes)
-                or not isinstance(value, Sequence | set | frozenset)
-                or not all(isinstance(item, str) and item.strip() for item in value)
-            ):
-                raise ValidationError(
-                    f"widgets[{name!r}] must be an item name or a list of item names, not {value!r}"
-                )
-        return
+            if value is not None:
+                entries.append((name, _item_names(name, value)))
+        return entries
     for index, entry in enumerate(widgets):
         if isinstance(entry, WidgetSelection):
-            continue
-        if not is_mapping(entry):
+            entries.append((entry.slug, entry.item_slugs))
+        elif isinstance(entry, Mapping):
+            entries.append(_wire_entry(index, entry))
+        else:
             raise ValidationError(
                 f"widgets[{index}] must be a mapping {{'slug': ..., 'item_slugs': [...]}}, "
                 f"not {type(entry).__name__}"
             )
-        check_wire_entry(index, entry)
+    return entries
+
+
+def _item_names(widget: str, value: object) -> tuple[str, ...]:
+    """The items given for one widget of the short mapping: a name, or a list or set of names."""
+    if isinstance(value, str):
+        names: tuple[object, ...] = (value,)
+    elif isinstance(value, bytes) or not isinstance(value, Sequence | set | frozenset):
+        names = (value,)
+    else:
+        names = tuple(value)
+    if not all(isinstance(name, str) and name.strip() for name in names):
+        raise ValidationError(
+            f"widgets[{widget!r}] must be an item name or a list of item names, not {value!r}"
+        )
+    return names  # type: ignore[return-value]  # all strings, checked above
+
+
+def _wire_entry(index: int, widget: Mapping[str, Any]) -> Entry:
+    """One entry of the wire list, ``{"slug": str, "item_slugs": [str, ...]}`` and nothing else."""
+    if "slug" not in widget:
+        raise ValidationError(
+            f"widgets[{index}] must be {{'slug': <widget slug>, 'item_slugs': [...]}}, "
+            f"got {dict(widget)!r}"
+        )
+    unknown = set(widget) - {"slug", "item_slugs"}
+    if unknown:
+        raise ValidationError(
+            f"widgets[{index}] has unknown keys {sorted(unknown)}; use 'slug' and 'item_slugs'"
+        )
+    slug = widget["slug"]
+    items = widget.get("item_slugs")
+    if not isinstance(slug, str) or not slug:
+        raise ValidationError(f"widgets[{index}]['slug'] must be a non-empty string")
+    if (
+        isinstance(items, str)
+        or not isinstance(items, Sequence)
+        or not all(isinstance(item, str) and item for item in items)
+    ):
+        raise ValidationError(
+            f"widgets[{index}]['item_slugs'] must be a list of item slugs, e.g. "
+            f"['item-...-{slug}'], not {items!r}"
+        )
+    return slug, tuple(items)
 
 
 def plan_widgets_checked(
-    catalogue: Catalogue, tool: str, entries: list[tuple[str, tuple[str, ...]]]
+    catalogue: Catalogue, tool: str, entries: list[Entry]
 ) -> tuple[WidgetSelection, ...]:
     chosen: dict[str, tuple[Widget, list[WidgetItem]]] = {}
     for name, item_names in entries:
         widget = catalogue.widget(tool, name)
-        handle = catalogue.handle(tool, widget)
         if widget.slug in chosen:
+            handle = catalogue.handle(tool, widget)
             raise SelectionError(
                 f"widget {handle!r} ({widget.slug}) is given twice in widgets=; give it once",
                 tool=tool,
                 widget=widget.slug,
             )
         if not widget.is_active:
+            handle = catalogue.handle(tool, widget)
             raise InactiveError(
                 f"widget {handle!r} ({widget.slug}) of {tool!r} is not active; drop it from "
                 "widgets=",
@@ -147,6 +166,7 @@ def plan_widgets_checked(
             item = catalogue.item(tool, widget, item_name)
             if not item.is_active:
                 valid = catalogue.values(tool, widget)
+                handle = catalogue.handle(tool, widget)
                 raise InactiveError(
                     f"item {item_value(item.slug, widget.slug, tool)!r} of widget {handle!r} "
                     f"is not active; pick one of {quoted(valid)}",
@@ -158,6 +178,7 @@ def plan_widgets_checked(
             if item not in items:
                 items.append(item)
         if len(items) > 1 and not catalogue.is_multi_select(widget):
+            handle = catalogue.handle(tool, widget)
             shown = quoted(item_value(i.slug, widget.slug, tool) for i in items)
             raise SelectionError(
                 f"widget {handle!r} ({widget.slug}) takes one item, got {len(items)}: {shown}; "
@@ -256,7 +277,7 @@ def _not_accessible(
 
 
 def plan_widgets_unchecked(
-    catalogue: Catalogue | None, tool: str, entries: list[tuple[str, tuple[str, ...]]]
+    catalogue: Catalogue | None, tool: str, entries: list[Entry]
 ) -> tuple[WidgetSelection, ...]:
     """Expand short forms by the catalogue when it is at hand, else by the slug convention."""
     known = catalogue is not None and catalogue.has_widgets_of(tool)

@@ -1,6 +1,6 @@
 """Building a request (no I/O): the :class:`Request` the transport carries out, its URL, its query.
 
-A request with an upload carries a :class:`FormBody` (the multipart form of ``_multipart.py``); the
+A request with an upload carries a :class:`FormBody` (the multipart form of ``_uploads.py``); the
 transport opens it once per attempt and asks it whether it may be sent again.
 """
 

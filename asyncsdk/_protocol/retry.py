@@ -16,7 +16,7 @@ from typing import Final
 
 import attrs
 
-from asyncsdk._checks import number_field
+from asyncsdk._checks import int_field, number_field
 
 __all__ = [
     "IDEMPOTENT_METHODS",
@@ -33,7 +33,7 @@ RETRYABLE_STATUSES: Final = frozenset({429, 502, 503, 504})
 IDEMPOTENT_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 
 _DELAY_SECONDS = re.compile(r"\d+(\.\d+)?")
-_non_negative = number_field("{name} must be a number >= 0")
+_seconds = number_field("RetryPolicy.{name} must be a finite number of seconds >= 0")
 
 
 @attrs.frozen(kw_only=True)
@@ -56,10 +56,12 @@ class RetryPolicy:
       pass; the client's generation limiter decides when to try again.
     """
 
-    max_retries: int = attrs.field(default=3, validator=_non_negative)
-    backoff_initial: float = attrs.field(default=0.5, validator=_non_negative)
-    backoff_max: float = attrs.field(default=8.0, validator=_non_negative)
-    max_retry_after: float = attrs.field(default=60.0, validator=_non_negative)
+    max_retries: int = attrs.field(
+        default=3, validator=int_field("RetryPolicy.{name} must be an int >= 0", minimum=0)
+    )
+    backoff_initial: float = attrs.field(default=0.5, validator=_seconds)
+    backoff_max: float = attrs.field(default=8.0, validator=_seconds)
+    max_retry_after: float = attrs.field(default=60.0, validator=_seconds)
 
     def backoff(self, attempt: int, rand: Callable[[], float] = random.random) -> float:
         """Full-jitter delay before retry number ``attempt + 1`` (``attempt`` counts from 0)."""

@@ -8,16 +8,15 @@ from typing import Any, BinaryIO, cast
 
 from asyncsdk._checks import require_text
 from asyncsdk._errors import ValidationError
-from asyncsdk._mask_uploads import readable_photo, ready_mask
-from asyncsdk._masks import ImageSource
+from asyncsdk._masks import ImageSource, readable_photo, ready_mask
 from asyncsdk._models import AssetRole, CreatedOrder, Order
-from asyncsdk._multipart import build_form
 from asyncsdk._protocol.requests import Request
 from asyncsdk._protocol.responses import describe_shape, model_decoder
 from asyncsdk._resources.core import Core, TimeoutArg
 from asyncsdk._uploads import (
     Upload,
     UploadSource,
+    build_form,
     check_roles,
     source_kind,
     to_upload,

@@ -16,8 +16,8 @@ from asyncsdk._catalogue import (
     PlanMemo,
     PreparedProcess,
     WidgetsArg,
-    check_widgets_arg,
     prepare_process,
+    widget_entries,
 )
 from asyncsdk._checks import require_text
 from asyncsdk._models import Asset, CreatedProcesses, Process
@@ -119,8 +119,9 @@ class Processes:
         if process_group_id is not None:
             require_text(process_group_id, "process_group_id")
         if asset_map is None and inputs is None and order_assets is None:
+            # The arguments' shape is checked before the order is fetched.
             require_text(tool, "tool")
-            check_widgets_arg(widgets)
+            widget_entries(widgets)
             order_assets = (await self._orders.get(order_id, timeout=timeout)).entry_assets
         prepared = await self.prepare(
             tool,

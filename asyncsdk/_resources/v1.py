@@ -8,11 +8,10 @@ from typing import Any
 from asyncsdk._checks import is_int, require_text
 from asyncsdk._errors import ValidationError
 from asyncsdk._models import V1Submitted, V1Upload
-from asyncsdk._multipart import build_form
 from asyncsdk._protocol.requests import Request
 from asyncsdk._protocol.responses import model_decoder
 from asyncsdk._resources.core import Core, TimeoutArg
-from asyncsdk._uploads import Upload, UploadSource, to_upload
+from asyncsdk._uploads import Upload, UploadSource, build_form, to_upload
 
 __all__ = ["V1"]
 

@@ -74,9 +74,10 @@ class Waiting:
     ) -> Process:
         """See :meth:`asyncsdk._resources.Processes.wait`."""
         require_text(process_id, "process_id")
-        for name, value in (("timeout", timeout), ("webhook_grace", webhook_grace)):
+        require_number(timeout, "timeout must be a finite number of seconds >= 0")
+        for name, value in (("webhook_grace", webhook_grace), ("poll_interval", poll_interval)):
             if value is not None:
-                require_number(value, f"{name} must be a number of seconds >= 0")
+                require_number(value, f"{name} must be a finite number of seconds >= 0, or None")
         interval = self.min_poll_interval
         if poll_interval is not None:
             interval = max(interval, poll_interval)

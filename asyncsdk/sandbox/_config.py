@@ -76,7 +76,10 @@ def _to_tuple(value: Any) -> tuple[str, ...]:
 class SandboxConfig:
     """Everything a test may tune; every field may be changed while the sandbox runs.
 
-    Delays are seconds.  ``api_keys`` maps a key to the tool slugs its plan allows (``None``: all).
+    Delays are seconds; ``math.inf`` is the emulator's "never" (``pending_delay=math.inf`` holds a
+    process until ``advance()``).  These are settings of the emulator, not arguments of the
+    client, whose numbers of seconds are finite.  ``api_keys`` maps a key to the tool slugs its
+    plan allows (``None``: all).
     """
 
     # Process lifecycle

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.sidebyside import baseline_packages, check_baseline
+from benchmarks.sidebyside import baseline_packages, check_baseline, main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,3 +51,11 @@ def test_an_unknown_ref_is_refused_with_gits_reason() -> None:
         baseline_packages("no-such-ref"),
     ):
         pass
+
+
+def test_only_takes_the_sections_it_knows(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["HEAD", "--only", "client,nope"])
+    assert (
+        "--only takes some of client,upload,receiver, not 'client,nope'" in capsys.readouterr().err
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 
 import pytest
 from catalogue_fixture import CatalogueSource, Clock
@@ -146,6 +147,8 @@ async def test_unknown_tool_widgets_raise_not_found(source: CatalogueSource) -> 
         await source.cache().widgets("tool-nope")
 
 
-def test_ttl_must_be_positive(source: CatalogueSource) -> None:
-    with pytest.raises(ConfigurationError, match="ttl must be a positive number"):
+def test_ttl_must_be_positive_and_finite(source: CatalogueSource) -> None:
+    with pytest.raises(ConfigurationError, match="ttl must be a finite number of seconds > 0"):
         CatalogueCache(source.fetch_tools, source.fetch_widgets, ttl=0)
+    with pytest.raises(ConfigurationError, match="ttl must be a finite number of seconds > 0"):
+        CatalogueCache(source.fetch_tools, source.fetch_widgets, ttl=math.inf)

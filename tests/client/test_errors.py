@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import re
 import traceback
 from typing import Any
 
 import pytest
 
+import asyncsdk
 from asyncsdk import (
     APIConnectionError,
     APIDecodeError,
@@ -207,3 +209,40 @@ async def test_the_key_never_shows_in_errors_reprs_or_logs(
     assert any("retrying" in text for text in texts)  # the log did record the retries
     for text in texts:
         assert API_KEY not in text
+
+
+def _drawn_tree() -> dict[str, str]:
+    """Each class of the tree drawn in the error module's docstring, and the parent drawn for it.
+
+    The drawing is documentation with no public name, hence the private module: what is checked
+    is that a reader of it learns every error ``asyncsdk`` exports, each under its real parent.
+    """
+    import asyncsdk._errors
+
+    doc = asyncsdk._errors.__doc__ or ""
+    parents: dict[str, str] = {}
+    stack: list[tuple[int, str]] = []
+    for line in doc.splitlines():
+        found = re.match(r"^\s{4}([\s│├└─]*)([A-Z]\w+)\s", line + " ")
+        if not found:
+            continue
+        depth, name = len(found.group(1)), found.group(2)
+        while stack and stack[-1][0] >= depth:
+            stack.pop()
+        parents[name] = stack[-1][1] if stack else ""
+        stack.append((depth, name))
+    return parents
+
+
+def test_the_drawn_error_tree_holds_every_exported_error_under_its_parent() -> None:
+    exported = {
+        name: value
+        for name in asyncsdk.__all__
+        if isinstance(value := getattr(asyncsdk, name), type)
+        and issubclass(value, asyncsdk.AsyncSDKError)
+    }
+    drawn = _drawn_tree()
+    assert set(drawn) == set(exported)
+    for name, cls in exported.items():
+        ours = [base.__name__ for base in cls.__bases__ if issubclass(base, asyncsdk.AsyncSDKError)]
+        assert ours == ([drawn[name]] if drawn[name] else []), name

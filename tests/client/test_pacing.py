@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import io
 import itertools
+import math
 import time
 from collections import deque
 
@@ -17,6 +18,7 @@ from PIL import Image
 from asyncsdk import (
     BadRequestError,
     Client,
+    ConfigurationError,
     GenerationLimit,
     RateLimitError,
     ToolSlug,
@@ -69,6 +71,12 @@ async def test_the_generation_limit_is_on_by_default() -> None:
         is None
     )
     await client.close()
+
+
+def test_a_generation_limit_has_a_finite_period() -> None:
+    # No pacing at all is generation_limit=None, not an endless window.
+    with pytest.raises(ConfigurationError, match="period must be a finite number of seconds"):
+        GenerationLimit(period=math.inf)
 
 
 async def test_concurrent_runs_queue_for_a_place_before_uploading(

@@ -10,11 +10,11 @@ import pytest
 from yarl import URL
 
 from asyncsdk import APITimeoutError, BadRequestError, RetryPolicy, ServerError, Timeout
-from asyncsdk._network import translate
 
 # The protocol's pure functions (and the transport's error translation) have no public name; they
 # are tested here as plain functions, without a server.
 from asyncsdk._protocol import endpoint, next_page_params, parse_retry_after, status_error
+from asyncsdk._transport import translate
 from asyncsdk._uploads import sniff_image_type
 
 NOW = 1_750_000_000.0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import traceback
 
 import aiohttp
@@ -69,7 +70,14 @@ def test_arguments_win_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
         ({"role_field": "roles"}, "asset_roles"),
         ({"min_poll_interval": 0}, "min_poll_interval"),
         ({"max_retries": -1}, "max_retries"),
+        ({"max_retries": 2.5}, "max_retries must be an int"),
         ({"timeout": "60"}, "timeout"),
+        # A number of seconds is finite; "no limit" is None (Timeout(total=None)), not infinity.
+        ({"timeout": math.inf}, "finite number of seconds > 0, or None for no limit"),
+        ({"timeout": math.nan}, "finite number of seconds"),
+        ({"min_poll_interval": math.inf}, "min_poll_interval must be a finite number"),
+        ({"catalogue_ttl": math.inf}, "catalogue_ttl must be a finite number"),
+        ({"backoff_max": math.inf}, "backoff_max must be a finite number"),
         ({"session": object()}, "aiohttp.ClientSession"),
     ],
 )
@@ -85,6 +93,9 @@ def test_timeouts() -> None:
     assert client.settings.timeout == Timeout(connect=10, total=12)
     with pytest.raises(ConfigurationError, match="total"):
         Timeout(total=0)
+    with pytest.raises(ConfigurationError, match="or None for no limit"):
+        Timeout(connect=math.inf)
+    assert Timeout(connect=None, total=None).total is None  # no limit at all
 
 
 def test_the_key_is_masked_everywhere_a_client_shows() -> None:

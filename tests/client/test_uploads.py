@@ -405,6 +405,34 @@ class ReadIsNoMethod:
     read = 5
 
 
+class TextPipe:
+    """A pipe-like object opened in text mode by mistake: unseekable, ``read`` answers ``str``."""
+
+    name = "pipe.jpg"
+
+    def read(self, size: int = -1) -> str:
+        return "\xff\xd8\xff"
+
+    def seekable(self) -> bool:
+        return False
+
+
+class FailingPipe(TextPipe):
+    def read(self, size: int = -1) -> str:
+        raise OSError(5, "Input/output error")
+
+
+@pytest.mark.parametrize(
+    ("source", "reason"), [(TextPipe(), "read\\(\\) returned str"), (FailingPipe(), "Input/output")]
+)
+async def test_an_unreadable_unseekable_file_is_an_upload_error(
+    fake: FakeService, client: Client, source: object, reason: str
+) -> None:
+    with pytest.raises(UploadError, match=f"cannot read pipe.jpg: .*{reason}"):
+        await client.orders.create(source)  # type: ignore[arg-type]
+    assert fake.seen == []
+
+
 def test_bad_sources_are_refused_at_once() -> None:
     with pytest.raises(UploadError, match="binary mode"):
         Upload(io.StringIO("text"))  # type: ignore[arg-type]

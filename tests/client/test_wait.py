@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import math
+from typing import Any
 
 import pytest
 
@@ -166,6 +168,13 @@ async def test_failed_process_is_returned_or_raised(fake: FakeService, client: C
 async def test_bad_wait_arguments(client: Client) -> None:
     with pytest.raises(ValidationError, match="timeout"):
         await client.processes.wait("pr1", timeout=-1)
+    # A wait without end is not a number: infinity is refused like any other non-finite value.
+    with pytest.raises(ValidationError, match="timeout must be a finite number of seconds"):
+        await client.processes.wait("pr1", timeout=math.inf)
+    with pytest.raises(ValidationError, match="webhook_grace must be a finite number"):
+        await client.processes.wait("pr1", webhook_grace=math.nan)
+    with pytest.raises(ValidationError, match="poll_interval must be a finite number"):
+        await client.processes.wait("pr1", poll_interval=math.inf)
 
 
 async def test_registry_event_is_used_without_polling(fake: FakeService, client: Client) -> None:
