@@ -33,8 +33,18 @@ _START_LIMIT = 30.0  # a guard against a hang, not a speed requirement
 
 
 def program(name: str) -> str:
-    """The path of the program ``name``; skips the test without it (fails it under CI=true)."""
-    found = shutil.which(name)
+    """The path of the program ``name``; skips the test without it (fails it under CI=true).
+
+    Looked for on PATH, then among PostgreSQL's programs where Debian installs them
+    (``/usr/lib/postgresql/<version>/bin``, the newest first), which are not on PATH.
+    """
+    versions = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin"),
+        key=lambda folder: int(folder.parent.name) if folder.parent.name.isdigit() else 0,
+        reverse=True,
+    )
+    search = os.pathsep.join([os.environ.get("PATH", os.defpath), *map(str, versions)])
+    found = shutil.which(name, path=search)
     if found is None:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"{name} is not installed; CI=true requires it")
