@@ -235,7 +235,7 @@ class Client:
         self.v1 = V1(core)
         keyed = None
         if self.journal is not None:
-            keyed = KeyedRuns(self.journal, self.processes, self.orders, core.converter)
+            keyed = KeyedRuns(self.journal, self.processes, core.converter)
         self._flows = Flows(self.processes, self.orders, core.generations, keyed)
 
     def with_options(

@@ -26,18 +26,15 @@ import cattrs
 
 from asyncsdk._catalogue import PreparedProcess, WidgetSelection
 from asyncsdk._errors import (
-    APIConnectionError,
-    APIDecodeError,
     ConfigurationError,
     JournalError,
     KeyReusedError,
-    ServerError,
     ValidationError,
     WaitTimeoutError,
 )
 from asyncsdk._journal import Journal, RunEntry, RunStage, new_owner
 from asyncsdk._models import Process
-from asyncsdk._resources import Orders, Processes, ResultWaiter
+from asyncsdk._resources import Processes, ResultWaiter
 from asyncsdk._uploads import Upload
 
 __all__ = ["KeyedRuns", "Uploaded", "run_arguments"]
@@ -139,7 +136,6 @@ class KeyedRuns:
 
     journal: Journal
     processes: Processes
-    orders: Orders
     converter: cattrs.Converter
 
     async def run(
@@ -312,31 +308,19 @@ class KeyedRuns:
         adopt: bool,
     ) -> tuple[tuple[str, ...], str | None]:
         """The run's process ids (and the group id its creation gave): adopted from the order
-        when the creation may have been sent before, else created."""
-        if adopt and (adopted := await self._adopted(order_id, prepared.tool)):
-            await self.journal.advance(key, owner, RunStage.CREATED, process_ids=adopted)
-            return adopted, None
-        await self.journal.advance(key, owner, RunStage.CREATING)
-        try:
-            created = await self.processes.create_prepared(
-                order_id, prepared, process_group_id=process_group_id, reserved=reserved
-            )
-        except (APIConnectionError, ServerError):
-            # The answer may be lost after the service created the process: look before failing.
-            adopted = await self._adopted(order_id, prepared.tool)
-            if not adopted:
-                raise
-            await self.journal.advance(key, owner, RunStage.CREATED, process_ids=adopted)
-            return adopted, None
-        if not created.process_ids:
-            raise APIDecodeError(
-                f"creating a {prepared.tool} process on order {order_id} returned no id"
-            )
+        when the creation may have been sent before, else created (``creating`` recorded
+        first)."""
+
+        async def creating() -> None:
+            await self.journal.advance(key, owner, RunStage.CREATING)
+
+        created = await self.processes.create_once(
+            order_id,
+            prepared,
+            sent_before=adopt,
+            before_sending=creating,
+            process_group_id=process_group_id,
+            reserved=reserved,
+        )
         await self.journal.advance(key, owner, RunStage.CREATED, process_ids=created.process_ids)
         return created.process_ids, created.process_group_id
-
-    async def _adopted(self, order_id: str, tool: str) -> tuple[str, ...]:
-        """The processes of ``tool`` the order lists: the run's own, as its order was made for
-        it alone."""
-        order = await self.orders.get(order_id)
-        return tuple(process.id for process in order.processes if process.tool == tool)

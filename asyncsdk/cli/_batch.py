@@ -7,8 +7,10 @@ downloads, resuming from the step its last record reached (see :mod:`asyncsdk.cl
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 import time
+from collections.abc import AsyncIterator
 
 import attrs
 
@@ -96,15 +98,13 @@ class Batch:
                 if path.is_file() and path.stat().st_size == 0:
                     path.unlink()
 
-    async def _create(self, spec: JobSpec, steps: Steps) -> None:
-        """Create the process, in a generation slot when the pace is kept."""
-        if self.pacer is None:
-            await self.runner.create(spec, steps)
-            return
-        async with self.pacer.slot():
+    @contextlib.asynccontextmanager
+    async def _slot(self, pacer: Pacer) -> AsyncIterator[None]:
+        """A generation slot from ``pacer``, held while the creation request is sent."""
+        async with pacer.slot():
             if self.bar.enabled:
                 self.bar.set_status("")
-            await self.runner.create(spec, steps)
+            yield
 
     async def _steps(
         self, spec: JobSpec, key: PhotoKey, record: Record | None, action: Action
@@ -125,15 +125,15 @@ class Batch:
             current = current.step(UPLOADED, order_id=steps.order_id)
             self.state.append(current)
         if not steps.process_id:
-            if action.kind == "adopt":
-                order = await runner.client.orders.get(steps.order_id)
-                if order.processes:
-                    # The order was made for this photo alone: its processes are ours, created
-                    # by a run that stopped before it could write their ids down.
-                    steps.process_id, *more = (process.id for process in order.processes)
-                    steps.more_process_ids = tuple(more)
-            if not steps.process_id:
-                await self._create(spec, steps)
+            # An order left at "uploaded" may have had its process created by a run that stopped
+            # before it could write the ids down: those the order lists for this tool are adopted
+            # (the order was made for this photo alone), and one is created only when it has none.
+            await runner.create(
+                spec,
+                steps,
+                sent_before=action.kind == "adopt",
+                pace=None if self.pacer is None else functools.partial(self._slot, self.pacer),
+            )
             current = current.step(
                 CREATED, process_id=steps.process_id, more_process_ids=steps.more_process_ids
             )

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import Any
 
 import attrs
 
 from asyncsdk import (
-    APIDecodeError,
     Asset,
     AssetRole,
     Catalogue,
@@ -146,19 +147,29 @@ class Runner:
         steps.order_id = order.order_id
         steps.assets = tuple(assets)
 
-    async def create(self, spec: JobSpec, steps: Steps) -> None:
-        """Create the process on the uploaded order (the step that costs money)."""
+    async def create(
+        self,
+        spec: JobSpec,
+        steps: Steps,
+        *,
+        sent_before: bool = False,
+        pace: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
+    ) -> None:
+        """Create the process on the uploaded order (the step that costs money), or adopt those
+        the order lists when the creation may have been sent before (``sent_before``) or its
+        answer was lost: the library's own step (``Processes.create_once``), the one keyed runs
+        take.  ``pace()`` holds a generation slot while the request is sent."""
         if not steps.order_id:
             raise ValidationError("upload the photo before creating its process")
         assets = steps.assets
         if not assets:
             assets = (await self.client.orders.get(steps.order_id)).entry_assets
-        tool, asset_map, widgets = await self._prepare(spec, assets)
-        created = await self.client.processes.create(steps.order_id, tool, asset_map, widgets)
-        if not created.process_ids:
-            raise APIDecodeError(
-                f"creating a {tool} process on order {steps.order_id} returned no id"
-            )
+        prepared = await self.client.processes.prepare(
+            spec.tool, None, spec.widgets, order_assets=assets
+        )
+        created = await self.client.processes.create_once(
+            steps.order_id, prepared, sent_before=sent_before, pace=pace
+        )
         steps.process_id, *more = created.process_ids
         steps.more_process_ids = tuple(more)
 

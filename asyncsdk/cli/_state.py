@@ -12,8 +12,9 @@ generation slot taken (see :mod:`asyncsdk.cli._pace`), so that a second run keep
 first.  Journals written before these lines existed read as they did.
 
 The last line of a job wins.  A second run skips ``done`` jobs whose files exist, waits again on
-``created`` ones, and for ``uploaded`` ones first looks in the order for a process the first run
-may have created before it stopped, so that no photo is ever paid for twice.
+``created`` ones, and for ``uploaded`` ones first looks in the order for a process of its tool the
+first run may have created before it stopped (the library's ``Processes.create_once``, the step
+keyed runs take), so that no photo is ever paid for twice.
 
 The sandbox forgets everything when it stops, so steps recorded against an embedded sandbox
 (``service`` starting with ``sandbox:``) are not resumed on another one: those jobs start again.
@@ -33,6 +34,7 @@ from typing import Any, Final
 
 import attrs
 
+from asyncsdk import RunStage
 from asyncsdk.cli._common import UsageError
 from asyncsdk.cli._results import make_private_folder, open_private
 
@@ -53,8 +55,10 @@ __all__ = [
 STATE_FILE: Final = ".asyncsdk-process.jsonl"
 EPHEMERAL_PREFIX: Final = "sandbox:"
 
-UPLOADED: Final = "uploaded"
-CREATED: Final = "created"
+# The steps it shares with keyed runs, by their names: a photo at ``uploaded`` is where a keyed run
+# at ``creating`` is (the file records no ``creating`` step, so any may have been sent).
+UPLOADED: Final = RunStage.UPLOADED
+CREATED: Final = RunStage.CREATED
 DONE: Final = "done"
 FAILED: Final = "failed"
 STAGES: Final = frozenset({UPLOADED, CREATED, DONE, FAILED})
