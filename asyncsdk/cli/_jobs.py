@@ -22,6 +22,7 @@ from asyncsdk import (
     Catalogue,
     CatalogueCache,
     Client,
+    PreparedProcess,
     Process,
     ProcessStatus,
     ResultWaiter,
@@ -147,6 +148,16 @@ class Runner:
         steps.order_id = order.order_id
         steps.assets = tuple(assets)
 
+    async def prepared(
+        self, spec: JobSpec, order_id: str, assets: Sequence[Asset] = ()
+    ) -> PreparedProcess:
+        """The job's process request on its order (whose assets are read when not given)."""
+        if not assets:
+            assets = (await self.client.orders.get(order_id)).entry_assets
+        return await self.client.processes.prepare(
+            spec.tool, None, spec.widgets, order_assets=assets
+        )
+
     async def create(
         self,
         spec: JobSpec,
@@ -161,12 +172,7 @@ class Runner:
         take.  ``pace()`` holds a generation slot while the request is sent."""
         if not steps.order_id:
             raise ValidationError("upload the photo before creating its process")
-        assets = steps.assets
-        if not assets:
-            assets = (await self.client.orders.get(steps.order_id)).entry_assets
-        prepared = await self.client.processes.prepare(
-            spec.tool, None, spec.widgets, order_assets=assets
-        )
+        prepared = await self.prepared(spec, steps.order_id, steps.assets)
         created = await self.client.processes.create_once(
             steps.order_id, prepared, sent_before=sent_before, pace=pace
         )
