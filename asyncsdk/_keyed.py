@@ -133,9 +133,9 @@ def _request_of(entry: RunEntry) -> tuple[PreparedProcess, str | None]:
 
 @attrs.frozen(kw_only=True)
 class RunSteps:
-    """The steps of a journalled run that are its caller's own, for :meth:`Client.run_steps
-    <asyncsdk.Client.run_steps>`; the journal, the creation (``creating``, adoption) and the wait
-    are the library's, as for a keyed run.
+    """The steps of a journalled run that are its caller's own (see
+    :meth:`~asyncsdk.Client.run_steps`); the journal, the creation (``creating``, adoption) and
+    the wait are the library's, as for a keyed run.
 
     ``upload()``: make the run's order and return its id and the request to create on it, with
     the order's asset ids.  ``finish(processes)``: what the run's ``finished`` step records (a
