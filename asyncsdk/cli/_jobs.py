@@ -1,18 +1,17 @@
 """One photo through one tool, step by step: upload, create the process, wait, download.
 
-The steps are separate methods so that a caller can record its progress between them (the
-``process`` command writes each step to its state file, so that a second run resumes where the
-first stopped and never pays twice for one photo).
+The steps are separate methods: the ``process`` command hands ``upload``, ``prepared`` and
+``fetch`` to the library's journalled-run steps (``Client.run_steps``), which create, wait and
+record each step in its state file, so that a second run resumes where the first stopped and
+never pays twice for one photo; ``run`` takes every step in a row (``demo``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import attrs
 
@@ -158,23 +157,14 @@ class Runner:
             spec.tool, None, spec.widgets, order_assets=assets
         )
 
-    async def create(
-        self,
-        spec: JobSpec,
-        steps: Steps,
-        *,
-        sent_before: bool = False,
-        pace: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
-    ) -> None:
-        """Create the process on the uploaded order (the step that costs money), or adopt those
-        the order lists when the creation may have been sent before (``sent_before``) or its
-        answer was lost: the library's own step (``Processes.create_once``), the one keyed runs
-        take.  ``pace()`` holds a generation slot while the request is sent."""
+    async def create(self, spec: JobSpec, steps: Steps) -> None:
+        """Create the process on the uploaded order (the step that costs money); when the answer
+        is lost, the processes the order lists are adopted (``Processes.create_once``)."""
         if not steps.order_id:
             raise ValidationError("upload the photo before creating its process")
         prepared = await self.prepared(spec, steps.order_id, steps.assets)
         created = await self.client.processes.create_once(
-            steps.order_id, prepared, sent_before=sent_before, pace=pace
+            steps.order_id, prepared, sent_before=False
         )
         steps.process_id, *more = created.process_ids
         steps.more_process_ids = tuple(more)
