@@ -65,6 +65,7 @@ from asyncsdk._errors import (
     WaitTimeoutError,
 )
 from asyncsdk._journal import (
+    Claim,
     Journal,
     PostgresJournal,
     RedisJournal,
@@ -72,6 +73,7 @@ from asyncsdk._journal import (
     RunStage,
     SQLiteJournal,
 )
+from asyncsdk._keyed import RunSteps
 from asyncsdk._limits import GenerationLimit
 from asyncsdk._masks import (
     REMOVE_BLUE,
@@ -133,6 +135,7 @@ __all__ = [
     "Catalogue",
     "CatalogueCache",
     "CatalogueError",
+    "Claim",
     "Client",
     "ClientSettings",
     "ClientTelemetry",
@@ -174,6 +177,7 @@ __all__ = [
     "RetryPolicy",
     "RunEntry",
     "RunStage",
+    "RunSteps",
     "SQLiteJournal",
     "SelectionError",
     "ServerError",

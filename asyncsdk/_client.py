@@ -13,6 +13,7 @@ paid process.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from types import TracebackType
@@ -23,6 +24,7 @@ import attrs
 from yarl import URL
 
 from asyncsdk._catalogue import CatalogueCache, WidgetsArg
+from asyncsdk._checks import require_text
 from asyncsdk._downloads import (
     DEFAULT_MAX_DOWNLOAD_BYTES,
     DownloadTarget,
@@ -32,10 +34,10 @@ from asyncsdk._downloads import (
     result_url,
     write_chunks,
 )
-from asyncsdk._errors import ConfigurationError
+from asyncsdk._errors import ConfigurationError, ValidationError
 from asyncsdk._flows import Flows
 from asyncsdk._journal import Journal, RunEntry, SQLiteJournal
-from asyncsdk._keyed import KeyedRuns
+from asyncsdk._keyed import KeyedRuns, RunSteps
 from asyncsdk._limits import GenerationLimit, client_generation_limit
 from asyncsdk._masks import ImageSource, Point, Rectangle
 from asyncsdk._models import CreatedProcesses, Process, ResultAsset
@@ -233,9 +235,10 @@ class Client:
             core, orders=self.orders, catalogue=self.catalogue, validate=settings.validate
         )
         self.v1 = V1(core)
+        self._converter = core.converter
         keyed = None
         if self.journal is not None:
-            keyed = KeyedRuns(self.journal, self.processes, self.orders, core.converter)
+            keyed = KeyedRuns(self.journal, self.processes, core.converter)
         self._flows = Flows(self.processes, self.orders, core.generations, keyed)
 
     def with_options(
@@ -465,6 +468,57 @@ class Client:
             registry=registry,
             webhook_grace=webhook_grace,
             key=key,
+        )
+
+    async def run_steps(
+        self,
+        key: str,
+        arguments: str,
+        steps: RunSteps,
+        *,
+        journal: Journal | None = None,
+        timeout: float = 600.0,
+        registry: ResultWaiter | None = None,
+        webhook_grace: float | None = None,
+    ) -> str:
+        """A journalled run whose upload and result are the caller's own (``steps``), with the
+        step logic of a keyed run: what its ``finished`` step recorded.
+
+        ``arguments``: what the run is asked, as a JSON object (its SHA-256 is compared as for
+        :meth:`run`: other arguments for the key raise :class:`~asyncsdk.KeyReusedError`, which
+        names the fields that differ).
+        ``journal``: where the steps are recorded (default: the client's).  The key is created
+        at most once as for :meth:`run`: a finished run returns what ``steps.finish`` recorded,
+        a run left at ``creating`` adopts what its order lists.  ``asyncsdk process`` runs each
+        photo this way, on a journal of its own (its file in ``--out``).  ``timeout``: how long
+        the processes are waited for once created (the upload and ``steps.pace`` are not
+        counted), and how long a run another caller carries is waited for; ``registry`` and
+        ``webhook_grace`` are those of :meth:`run`.
+        """
+        require_text(key, "key")
+        try:
+            is_object = isinstance(json.loads(arguments), dict)
+        except (TypeError, ValueError):
+            is_object = False
+        if not is_object:
+            raise ValidationError(
+                f"run_steps(arguments={arguments!r}) takes what the run is asked as a JSON "
+                'object, e.g. json.dumps({"photo": "room.jpg", "tool": "tool-virtual-staging"})'
+            )
+        journal = journal if journal is not None else self.journal
+        if journal is None:
+            raise ConfigurationError(
+                f"run_steps(key={key!r}) needs a journal to record the run in: pass journal=, "
+                "or create the client with Client(journal='runs.sqlite3')"
+            )
+        keyed = KeyedRuns(journal, self.processes, self._converter)
+        return await keyed.run_steps(
+            key,
+            arguments,
+            steps,
+            timeout=timeout,
+            registry=registry,
+            webhook_grace=webhook_grace,
         )
 
     async def resume(

@@ -7,7 +7,8 @@ ids) → wait → ``finished`` (the process).  The same key again finds what was
 run's process; a run carried by a live caller, which it waits for; or a run left behind, which it
 takes over from its last step.  A run left at ``creating`` may have been created without its
 answer: the order is read first and a process of the run's tool it lists is adopted; a new one is
-created only when the order lists none.
+created only when the order lists none.  :class:`RunSteps` takes a run of a caller's own upload,
+result and pace (``Client.run_steps``, ``asyncsdk process``) through the same steps.
 """
 
 from __future__ import annotations
@@ -26,21 +27,18 @@ import cattrs
 
 from asyncsdk._catalogue import PreparedProcess, WidgetSelection
 from asyncsdk._errors import (
-    APIConnectionError,
-    APIDecodeError,
     ConfigurationError,
     JournalError,
     KeyReusedError,
-    ServerError,
     ValidationError,
     WaitTimeoutError,
 )
 from asyncsdk._journal import Journal, RunEntry, RunStage, new_owner
 from asyncsdk._models import Process
-from asyncsdk._resources import Orders, Processes, ResultWaiter
+from asyncsdk._resources import Processes, ResultWaiter
 from asyncsdk._uploads import Upload
 
-__all__ = ["KeyedRuns", "Uploaded", "run_arguments"]
+__all__ = ["KeyedRuns", "RunSteps", "Uploaded", "run_arguments"]
 
 #: How often a caller waiting for another one's run looks at the journal again.
 WAIT_POLL: Final = 0.2
@@ -133,13 +131,49 @@ def _request_of(entry: RunEntry) -> tuple[PreparedProcess, str | None]:
     return prepared, data["process_group_id"]
 
 
+@attrs.frozen(kw_only=True)
+class RunSteps:
+    """The steps of a journalled run that are its caller's own (see
+    :meth:`~asyncsdk.Client.run_steps`); the journal, the creation (``creating``, adoption) and
+    the wait are the library's, as for a keyed run.
+
+    ``upload()``: make the run's order and return its id and the request to create on it, with
+    the order's asset ids.  ``finish(processes)``: what the run's ``finished`` step records (a
+    string, returned again for the key), once the processes the creation made are done or
+    failed; it may download their results first.  ``prepare(order_id)``: the request again, for
+    a run its journal recorded without one (``RunEntry.request`` empty).  ``pace()``: an async
+    context manager held while the creation request is sent (a pacer of the caller's own).
+    ``wait_every``: wait for every process one creation makes, not only the first.
+    """
+
+    upload: Callable[[], Awaitable[tuple[str, PreparedProcess]]]
+    finish: Callable[[Sequence[Process]], Awaitable[str]]
+    prepare: Callable[[str], Awaitable[PreparedProcess]] | None = None
+    pace: Callable[[], contextlib.AbstractAsyncContextManager[Any]] | None = None
+    wait_every: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class _Steps:
+    """A run's own steps as the journal's step logic takes them: a keyed run's (its upload, its
+    process recorded as JSON) or a caller's :class:`RunSteps`."""
+
+    upload: Callable[[], Awaitable[Uploaded]]
+    finish: Callable[[Sequence[Process], str | None], Awaitable[str]]
+    process_group_id: str | None = None
+    prepare: Callable[[str], Awaitable[PreparedProcess]] | None = None
+    pace: Callable[[], contextlib.AbstractAsyncContextManager[Any]] | None = None
+    wait_every: bool = False
+    wait_timeout: float | None = None
+    """The wait's own timeout; None: what is left of the run's."""
+
+
 @attrs.frozen
 class KeyedRuns:
     """The keyed runs of a client, over its journal."""
 
     journal: Journal
     processes: Processes
-    orders: Orders
     converter: cattrs.Converter
 
     async def run(
@@ -155,6 +189,65 @@ class KeyedRuns:
     ) -> Process:
         """The run of ``key``: its recorded process, or the run carried on from its last step
         (``upload()`` uploads its files when none were)."""
+        result = await self.carry(
+            key,
+            arguments,
+            _Steps(upload=upload, finish=self._finished_process, process_group_id=process_group_id),
+            timeout=timeout,
+            registry=registry,
+            webhook_grace=webhook_grace,
+        )
+        return self.converter.structure(json.loads(result), Process)
+
+    async def run_steps(
+        self,
+        key: str,
+        arguments: str,
+        steps: RunSteps,
+        *,
+        timeout: float,
+        registry: ResultWaiter | None,
+        webhook_grace: float | None,
+    ) -> str:
+        """The run of ``key`` with ``steps`` of the caller's own: what its ``finished`` step
+        recorded."""
+        upload, finish = steps.upload, steps.finish
+
+        async def uploaded() -> Uploaded:
+            order_id, prepared = await upload()
+            return order_id, prepared, None
+
+        async def finished(processes: Sequence[Process], _group: str | None) -> str:
+            return await finish(processes)
+
+        return await self.carry(
+            key,
+            arguments,
+            _Steps(
+                upload=uploaded,
+                finish=finished,
+                prepare=steps.prepare,
+                pace=steps.pace,
+                wait_every=steps.wait_every,
+                wait_timeout=timeout,
+            ),
+            timeout=timeout,
+            registry=registry,
+            webhook_grace=webhook_grace,
+        )
+
+    async def carry(
+        self,
+        key: str,
+        arguments: str,
+        steps: _Steps,
+        *,
+        timeout: float,
+        registry: ResultWaiter | None,
+        webhook_grace: float | None,
+    ) -> str:
+        """The result recorded for ``key``: found in the journal, waited for while another
+        caller carries the run, or made by carrying the run on from its last step."""
         digest = hashlib.sha256(arguments.encode()).hexdigest()
         deadline = time.monotonic() + timeout
         owner = new_owner()
@@ -174,7 +267,7 @@ class KeyedRuns:
                     differences=differences,
                 )
             if entry.finished:
-                return self._result(entry)
+                return entry.result
             if claim.owned:
                 break
             if time.monotonic() >= deadline:
@@ -189,8 +282,7 @@ class KeyedRuns:
             return await self._carry(
                 entry,
                 owner,
-                upload,
-                process_group_id,
+                steps,
                 timeout=max(deadline - time.monotonic(), 0.0),
                 registry=registry,
                 webhook_grace=webhook_grace,
@@ -251,26 +343,39 @@ class KeyedRuns:
             with contextlib.suppress(JournalError):  # out of reach for now: try again later
                 held = await self.journal.renew(key, owner)
 
-    def _result(self, entry: RunEntry) -> Process:
-        return self.converter.structure(json.loads(entry.result), Process)
+    async def _finished_process(self, processes: Sequence[Process], group_id: str | None) -> str:
+        """A keyed run's result: its process as JSON, with the group id its creation gave."""
+        process = processes[0]
+        if process.process_group_id is None and group_id:
+            process = attrs.evolve(process, process_group_id=group_id)
+        return _canonical(self.converter.unstructure(process))
+
+    async def _prepared_again(self, entry: RunEntry, steps: _Steps) -> PreparedProcess:
+        """The process request of a run its journal recorded without one, made again."""
+        if steps.prepare is None:
+            raise JournalError(
+                f"the journal recorded the run of key {entry.key!r} without its process request, "
+                "and nothing was given to make it again"
+            )
+        return await steps.prepare(entry.order_id)
 
     async def _carry(
         self,
         entry: RunEntry,
         owner: str,
-        upload: Callable[[], Awaitable[Uploaded]],
-        process_group_id: str | None,
+        steps: _Steps,
         *,
         timeout: float,
         registry: ResultWaiter | None,
         webhook_grace: float | None,
-    ) -> Process:
+    ) -> str:
         key, stage = entry.key, entry.stage
-        group_id = process_group_id
+        group_id = steps.process_group_id
         reserved: float | None = None
         process_ids = entry.process_ids
+        prepared: PreparedProcess | None = None
         if stage == RunStage.INTENT:
-            order_id, prepared, reserved = await upload()
+            order_id, prepared, reserved = await steps.upload()
             await self.journal.advance(
                 key,
                 owner,
@@ -280,63 +385,61 @@ class KeyedRuns:
             )
         else:
             order_id = entry.order_id
-            prepared, group_id = _request_of(entry)
+            if entry.request:
+                prepared, group_id = _request_of(entry)
         if stage != RunStage.CREATED:
-            adopt = stage == RunStage.CREATING
-            process_ids, created_group = await self._create(
-                key, owner, order_id, prepared, group_id, reserved, adopt=adopt
-            )
-            group_id = created_group or group_id
-        process = await self.processes.wait(
-            process_ids[0], timeout=timeout, registry=registry, webhook_grace=webhook_grace
-        )
-        if process.process_group_id is None and group_id:
-            process = attrs.evolve(process, process_group_id=group_id)
-        await self.journal.advance(
-            key,
-            owner,
-            RunStage.FINISHED,
-            result=_canonical(self.converter.unstructure(process)),
-        )
-        return process
+            if prepared is None:
+                prepared = await self._prepared_again(entry, steps)
 
-    async def _create(
+            async def creating() -> None:
+                await self.journal.advance(key, owner, RunStage.CREATING)
+
+            created = await self.processes.create_once(
+                order_id,
+                prepared,
+                sent_before=stage == RunStage.CREATING,
+                before_sending=creating,
+                pace=steps.pace,
+                process_group_id=group_id,
+                reserved=reserved,
+            )
+            await self.journal.advance(
+                key, owner, RunStage.CREATED, process_ids=created.process_ids
+            )
+            process_ids = created.process_ids
+            group_id = created.process_group_id or group_id
+        processes = await self._wait(
+            process_ids if steps.wait_every else process_ids[:1],
+            timeout=timeout if steps.wait_timeout is None else steps.wait_timeout,
+            registry=registry,
+            webhook_grace=webhook_grace,
+        )
+        result = await steps.finish(processes, group_id)
+        await self.journal.advance(key, owner, RunStage.FINISHED, result=result)
+        return result
+
+    async def _wait(
         self,
-        key: str,
-        owner: str,
-        order_id: str,
-        prepared: PreparedProcess,
-        process_group_id: str | None,
-        reserved: float | None,
+        process_ids: Sequence[str],
         *,
-        adopt: bool,
-    ) -> tuple[tuple[str, ...], str | None]:
-        """The run's process ids (and the group id its creation gave): adopted from the order
-        when the creation may have been sent before, else created."""
-        if adopt and (adopted := await self._adopted(order_id, prepared.tool)):
-            await self.journal.advance(key, owner, RunStage.CREATED, process_ids=adopted)
-            return adopted, None
-        await self.journal.advance(key, owner, RunStage.CREATING)
+        timeout: float,
+        registry: ResultWaiter | None,
+        webhook_grace: float | None,
+    ) -> list[Process]:
+        """Wait for the processes under one deadline; when one wait fails, the others are
+        stopped before the error is raised."""
+        waits = [
+            asyncio.ensure_future(
+                self.processes.wait(
+                    process_id, timeout=timeout, registry=registry, webhook_grace=webhook_grace
+                )
+            )
+            for process_id in process_ids
+        ]
         try:
-            created = await self.processes.create_prepared(
-                order_id, prepared, process_group_id=process_group_id, reserved=reserved
-            )
-        except (APIConnectionError, ServerError):
-            # The answer may be lost after the service created the process: look before failing.
-            adopted = await self._adopted(order_id, prepared.tool)
-            if not adopted:
-                raise
-            await self.journal.advance(key, owner, RunStage.CREATED, process_ids=adopted)
-            return adopted, None
-        if not created.process_ids:
-            raise APIDecodeError(
-                f"creating a {prepared.tool} process on order {order_id} returned no id"
-            )
-        await self.journal.advance(key, owner, RunStage.CREATED, process_ids=created.process_ids)
-        return created.process_ids, created.process_group_id
-
-    async def _adopted(self, order_id: str, tool: str) -> tuple[str, ...]:
-        """The processes of ``tool`` the order lists: the run's own, as its order was made for
-        it alone."""
-        order = await self.orders.get(order_id)
-        return tuple(process.id for process in order.processes if process.tool == tool)
+            return list(await asyncio.gather(*waits))
+        except BaseException:
+            for wait in waits:
+                wait.cancel()
+            await asyncio.gather(*waits, return_exceptions=True)
+            raise

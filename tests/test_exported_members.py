@@ -26,6 +26,8 @@ PUBLIC = {
     "Journal",
     "RunEntry",
     "RunStage",
+    "RunSteps",
+    "Claim",
     "SQLiteJournal",
     "PostgresJournal",
     "RedisJournal",

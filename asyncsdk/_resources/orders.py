@@ -132,6 +132,19 @@ class Orders:
             Order, "v3", "order", order_id, width=width, height=height, timeout=timeout
         )
 
+    async def process_ids(
+        self, order_id: str, *, tool: str, timeout: TimeoutArg = None
+    ) -> tuple[str, ...]:
+        """The ids of the processes of ``tool`` (its slug) the order lists, in the order's order.
+
+        What a run adopts when it may have asked for its process before without learning its id
+        (a crash, a lost answer): an order made for that run alone lists only what the run
+        created, so these are its own, already paid for.
+        """
+        require_text(tool, "tool")
+        order = await self.get(order_id, timeout=timeout)
+        return tuple(process.id for process in order.processes if process.tool == tool)
+
 
 async def _read_mask(source: UploadSource, max_bytes: int) -> ImageSource:
     """The mask as a path or bytes, for the checks: a file object or stream is read whole."""

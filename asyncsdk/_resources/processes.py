@@ -8,7 +8,8 @@ wrongly) raises a :class:`~asyncsdk.CatalogueError` before it is sent.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any
 
 from asyncsdk._catalogue import (
@@ -20,6 +21,7 @@ from asyncsdk._catalogue import (
     widget_entries,
 )
 from asyncsdk._checks import require_text
+from asyncsdk._errors import APIConnectionError, APIDecodeError, ServerError
 from asyncsdk._models import Asset, CreatedProcesses, Process
 from asyncsdk._protocol.requests import Request
 from asyncsdk._resources.core import Core, TimeoutArg
@@ -151,6 +153,53 @@ class Processes:
         be created yet).
         """
         return await self._create(order_id, prepared, process_group_id, timeout, reserved)
+
+    async def create_once(
+        self,
+        order_id: str,
+        prepared: PreparedProcess,
+        *,
+        sent_before: bool,
+        before_sending: Callable[[], Awaitable[None]] | None = None,
+        pace: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
+        process_group_id: str | None = None,
+        timeout: TimeoutArg = None,
+        reserved: float | None = None,
+    ) -> CreatedProcesses:
+        """The processes of the order's run, paid for once: those the order lists when the
+        creation may have been sent before, else created.
+
+        For an order made for one run alone (a keyed run's, or one photo's of ``asyncsdk
+        process``).  ``sent_before``: a run stopped after it may have sent the creation but before
+        it recorded the ids, so :meth:`Orders.process_ids` of the prepared tool are adopted when
+        the order lists any.  Otherwise ``before_sending()`` is awaited (a journal records that
+        the request may now be sent) and the request is sent, inside ``pace()`` when given (a
+        pacer of the caller's own, holding its slot while the request is answered); when its
+        answer is lost (a connection error or a 5xx), the order is read again and what it lists
+        is adopted, and the error raised only when it lists none.  The adopted processes come
+        without a ``process_group_id``.
+        """
+        lists = self._orders.process_ids
+        if sent_before and (adopted := await lists(order_id, tool=prepared.tool)):
+            return CreatedProcesses(process_ids=adopted)
+        if before_sending is not None:
+            await before_sending()
+        try:
+            async with pace() if pace is not None else nullcontext():
+                created = await self._create(
+                    order_id, prepared, process_group_id, timeout, reserved
+                )
+        except (APIConnectionError, ServerError):
+            # The answer may be lost after the service created the process: look before failing.
+            adopted = await lists(order_id, tool=prepared.tool)
+            if not adopted:
+                raise
+            return CreatedProcesses(process_ids=adopted)
+        if not created.process_ids:
+            raise APIDecodeError(
+                f"creating a {prepared.tool} process on order {order_id} returned no id"
+            )
+        return created
 
     async def _create(
         self,

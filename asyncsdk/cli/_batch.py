@@ -1,31 +1,44 @@
-"""One job of ``process`` at a time: its steps, each written to the journal as it happens.
+"""One job of ``process`` at a time, through the library's journalled-run steps on its journal.
 
-A job uploads its photo, takes a generation slot from the pacer, creates the process, waits and
-downloads, resuming from the step its last record reached (see :mod:`asyncsdk.cli._state`).
+A job runs as ``Client.run_steps`` runs a keyed run, on the command's state file
+(:class:`~asyncsdk.cli._state.StateJournal`): its photo is uploaded, a generation slot taken from
+the pacer while the process is created (or adopted from the order), every process the creation
+made is waited for, and the results are downloaded before the job is recorded ``done`` or
+``failed``.  It starts from the step its last line reached (see :mod:`asyncsdk.cli._state`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import json
 import sys
 import time
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 
 import attrs
 
-from asyncsdk import AsyncSDKError, Process, ProcessStatus, WaitTimeoutError
+from asyncsdk import (
+    AsyncSDKError,
+    PreparedProcess,
+    Process,
+    ProcessStatus,
+    RunSteps,
+    WaitTimeoutError,
+)
 from asyncsdk.cli._common import EXIT_FAILED, exit_code_for
 from asyncsdk.cli._jobs import JobResult, JobSpec, Runner, Steps
 from asyncsdk.cli._pace import Pacer
 from asyncsdk.cli._progress import Progress
 from asyncsdk.cli._state import (
-    CREATED,
     DONE,
     FAILED,
-    UPLOADED,
     Action,
     PhotoKey,
     Record,
-    StateFile,
+    StateJournal,
+    finished_result,
 )
 
 __all__ = ["Batch"]
@@ -33,12 +46,11 @@ __all__ = ["Batch"]
 
 @attrs.define(kw_only=True)
 class Batch:
-    """One run of the command: the runner, the journal, where the service is, and its pace
-    (``pacer`` is ``None`` when nothing limits generations)."""
+    """One run of the command: the runner, the journal, and its pace (``pacer`` is ``None`` when
+    nothing limits generations)."""
 
     runner: Runner
-    state: StateFile
-    service: str
+    journal: StateJournal
     bar: Progress
     pacer: Pacer | None = None
 
@@ -55,27 +67,61 @@ class Batch:
     ) -> JobResult:
         started = time.monotonic()
         result = JobResult(spec=spec, status="error")
-        try:
-            processes, current = await self._steps(spec, key, record, action)
-            result.process_id = processes[0].id
+        runner = self.runner
+        collected: list[Process] = []
+        outputs: list[Path] = []
+
+        async def upload() -> tuple[str, PreparedProcess]:
+            steps = Steps()
+            await runner.upload(spec, steps)
+            return steps.order_id, await runner.prepared(spec, steps.order_id, steps.assets)
+
+        async def prepare(order_id: str) -> PreparedProcess:
+            return await runner.prepared(spec, order_id)
+
+        async def finish(processes: Sequence[Process]) -> str:
             if record is not None and action.kind == "resume":
                 self._drop_empty(record.outputs)
             # Every result paid for is kept, that of a process beside one that failed too.
-            result.outputs = await self.runner.fetch(spec, processes)
-            names = tuple(p.name for p in result.outputs)
+            outputs.extend(await runner.fetch(spec, processes))
+            collected.extend(processes)
+            names = [path.name for path in outputs]
             failed = sum(1 for process in processes if not process.succeeded)
             if not failed:
-                self.state.append(current.step(DONE, outputs=names))
+                return finished_result(DONE, names)
+            what = "the process" if len(processes) == 1 else f"{failed} of the processes"
+            return finished_result(FAILED, names, f"{what} failed")
+
+        steps = RunSteps(
+            upload=upload,
+            finish=finish,
+            prepare=prepare,
+            pace=None if self.pacer is None else functools.partial(self._slot, self.pacer),
+            wait_every=True,
+        )
+        try:
+            self.journal.start(key, record, action)
+            recorded = json.loads(
+                await runner.client.run_steps(
+                    key.digest,
+                    key.arguments,
+                    steps,
+                    journal=self.journal,
+                    timeout=runner.timeout,
+                    registry=runner.registry,
+                )
+            )
+            result.process_id = collected[0].id if collected else ""
+            result.outputs = outputs
+            if recorded["stage"] == DONE:
                 result.status = ProcessStatus.DONE
             else:
-                what = "the process" if len(processes) == 1 else f"{failed} of the processes"
-                self.state.append(current.step(FAILED, error=f"{what} failed", outputs=names))
-                result.error = f"{what} failed; --retry-failed runs it again"
+                result.error = f"{recorded['error']}; --retry-failed runs it again"
                 result.exit_code = EXIT_FAILED
                 result.status = ProcessStatus.FAILED
         except WaitTimeoutError as exc:
             result.status = "waiting"
-            result.error = f"still running after {self.runner.timeout:g} s; run again to collect it"
+            result.error = f"still running after {runner.timeout:g} s; run again to collect it"
             result.process_id = exc.process_id
             result.exit_code = EXIT_FAILED
         except (AsyncSDKError, OSError) as exc:
@@ -96,46 +142,10 @@ class Batch:
                 if path.is_file() and path.stat().st_size == 0:
                     path.unlink()
 
-    async def _create(self, spec: JobSpec, steps: Steps) -> None:
-        """Create the process, in a generation slot when the pace is kept."""
-        if self.pacer is None:
-            await self.runner.create(spec, steps)
-            return
-        async with self.pacer.slot():
+    @contextlib.asynccontextmanager
+    async def _slot(self, pacer: Pacer) -> AsyncIterator[None]:
+        """A generation slot from ``pacer``, held while the creation request is sent."""
+        async with pacer.slot():
             if self.bar.enabled:
                 self.bar.set_status("")
-            await self.runner.create(spec, steps)
-
-    async def _steps(
-        self, spec: JobSpec, key: PhotoKey, record: Record | None, action: Action
-    ) -> tuple[list[Process], Record]:
-        """Upload, create or adopt, and wait, as ``action`` says; each step is recorded."""
-        runner = self.runner
-        steps = Steps()
-        if record is not None and record.service == self.service and action.kind != "new":
-            current = record
-            steps.order_id = record.order_id
-            if action.kind == "resume":
-                steps.process_id = record.process_id
-                steps.more_process_ids = record.more_process_ids
-        else:
-            current = Record.start(key, self.service)
-        if action.kind == "new":
-            await runner.upload(spec, steps)
-            current = current.step(UPLOADED, order_id=steps.order_id)
-            self.state.append(current)
-        if not steps.process_id:
-            if action.kind == "adopt":
-                order = await runner.client.orders.get(steps.order_id)
-                if order.processes:
-                    # The order was made for this photo alone: its processes are ours, created
-                    # by a run that stopped before it could write their ids down.
-                    steps.process_id, *more = (process.id for process in order.processes)
-                    steps.more_process_ids = tuple(more)
-            if not steps.process_id:
-                await self._create(spec, steps)
-            current = current.step(
-                CREATED, process_id=steps.process_id, more_process_ids=steps.more_process_ids
-            )
-            self.state.append(current)
-        return await runner.wait(steps), current
+            yield

@@ -1,8 +1,9 @@
 """One photo through one tool, step by step: upload, create the process, wait, download.
 
-The steps are separate methods so that a caller can record its progress between them (the
-``process`` command writes each step to its state file, so that a second run resumes where the
-first stopped and never pays twice for one photo).
+The steps are separate methods: the ``process`` command hands ``upload``, ``prepared`` and
+``fetch`` to the library's journalled-run steps (``Client.run_steps``), which create, wait and
+record each step in its state file, so that a second run resumes where the first stopped and
+never pays twice for one photo; ``run`` takes every step in a row (``demo``).
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ from pathlib import Path
 import attrs
 
 from asyncsdk import (
-    APIDecodeError,
     Asset,
     AssetRole,
     Catalogue,
     CatalogueCache,
     Client,
+    PreparedProcess,
     Process,
     ProcessStatus,
     ResultWaiter,
@@ -146,19 +147,25 @@ class Runner:
         steps.order_id = order.order_id
         steps.assets = tuple(assets)
 
+    async def prepared(
+        self, spec: JobSpec, order_id: str, assets: Sequence[Asset] = ()
+    ) -> PreparedProcess:
+        """The job's process request on its order (whose assets are read when not given)."""
+        if not assets:
+            assets = (await self.client.orders.get(order_id)).entry_assets
+        return await self.client.processes.prepare(
+            spec.tool, None, spec.widgets, order_assets=assets
+        )
+
     async def create(self, spec: JobSpec, steps: Steps) -> None:
-        """Create the process on the uploaded order (the step that costs money)."""
+        """Create the process on the uploaded order (the step that costs money); when the answer
+        is lost, the processes the order lists are adopted (``Processes.create_once``)."""
         if not steps.order_id:
             raise ValidationError("upload the photo before creating its process")
-        assets = steps.assets
-        if not assets:
-            assets = (await self.client.orders.get(steps.order_id)).entry_assets
-        tool, asset_map, widgets = await self._prepare(spec, assets)
-        created = await self.client.processes.create(steps.order_id, tool, asset_map, widgets)
-        if not created.process_ids:
-            raise APIDecodeError(
-                f"creating a {tool} process on order {steps.order_id} returned no id"
-            )
+        prepared = await self.prepared(spec, steps.order_id, steps.assets)
+        created = await self.client.processes.create_once(
+            steps.order_id, prepared, sent_before=False
+        )
         steps.process_id, *more = created.process_ids
         steps.more_process_ids = tuple(more)
 

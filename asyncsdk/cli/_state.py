@@ -1,4 +1,5 @@
-"""The ``process`` command's memory: one JSON line per step of each photo, in the output folder.
+"""The ``process`` command's memory: one JSON line per step of each photo, in the output folder,
+read and written as the library's journal of runs.
 
 A photo's job is known by its path, size and modification time, the tool and the widgets (change
 any of them and it is a new job).  Every step is appended as it happens:
@@ -12,8 +13,10 @@ generation slot taken (see :mod:`asyncsdk.cli._pace`), so that a second run keep
 first.  Journals written before these lines existed read as they did.
 
 The last line of a job wins.  A second run skips ``done`` jobs whose files exist, waits again on
-``created`` ones, and for ``uploaded`` ones first looks in the order for a process the first run
-may have created before it stopped, so that no photo is ever paid for twice.
+``created`` ones, and for ``uploaded`` ones first looks in the order for a process of its tool the
+first run may have created before it stopped, so that no photo is ever paid for twice.  Those
+steps are the library's, those of keyed runs (``Client.run_steps``): :class:`StateJournal` is this
+file as the library's ``Journal``.
 
 The sandbox forgets everything when it stops, so steps recorded against an embedded sandbox
 (``service`` starting with ``sandbox:``) are not resumed on another one: those jobs start again.
@@ -33,6 +36,7 @@ from typing import Any, Final
 
 import attrs
 
+from asyncsdk import Claim, JournalError, RunEntry, RunStage
 from asyncsdk.cli._common import UsageError
 from asyncsdk.cli._results import make_private_folder, open_private
 
@@ -46,15 +50,19 @@ __all__ = [
     "PhotoKey",
     "Record",
     "StateFile",
+    "StateJournal",
     "decide",
+    "finished_result",
     "widgets_digest",
 ]
 
 STATE_FILE: Final = ".asyncsdk-process.jsonl"
 EPHEMERAL_PREFIX: Final = "sandbox:"
 
-UPLOADED: Final = "uploaded"
-CREATED: Final = "created"
+# The steps it shares with keyed runs, by their names: a photo at ``uploaded`` is where a keyed run
+# at ``creating`` is (the file records no ``creating`` step, so any may have been sent).
+UPLOADED: Final = RunStage.UPLOADED
+CREATED: Final = RunStage.CREATED
 DONE: Final = "done"
 FAILED: Final = "failed"
 STAGES: Final = frozenset({UPLOADED, CREATED, DONE, FAILED})
@@ -110,7 +118,13 @@ class PhotoKey:
         )
 
     @property
+    def arguments(self) -> str:
+        """The job as a JSON object: what its journalled run is asked."""
+        return _canonical(attrs.asdict(self))
+
+    @property
     def digest(self) -> str:
+        """The job's key in the file (and so the spelling of every journal written before)."""
         text = _canonical([self.photo, self.size, self.mtime_ns, self.tool, self.widgets])
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 
@@ -330,3 +344,135 @@ def decide(
         f"its process {record.process_id} was created on {record.service}; run against that "
         "service to collect it (a new process would be paid for twice)",
     )
+
+
+@attrs.define
+class _Run:
+    """A job's run as the journal holds it: its entry (None until claimed when it starts anew)
+    and the record its next line is written from."""
+
+    record: Record
+    entry: RunEntry | None
+
+
+@attrs.define
+class StateJournal:
+    """The state file as the library's :class:`asyncsdk.Journal` of the jobs of one run on
+    ``service``, so that a job goes through the library's step logic (``Client.run_steps``), that
+    of keyed runs, and the file keeps its lines.
+
+    The command decides each job's start from its last line (:func:`decide`) and tells it with
+    :meth:`start`.  The lines map to the library's stages: ``uploaded`` is ``creating`` (the file
+    records no ``creating`` step, so the creation may have been sent: its order is read before a
+    process is created), ``created`` is ``created``, and ``done``/``failed`` are written at
+    ``finished`` from the run's result (:func:`finished_result`).  ``intent`` and ``creating``
+    are kept in memory only: nothing is paid for before the upload, and a photo at ``uploaded``
+    is adopted already.  The lease is this run's alone: :meth:`StateFile.held_alone` keeps other
+    runs off the folder.
+    """
+
+    state: StateFile
+    service: str
+    lease: float = 30.0
+    _runs: dict[str, _Run] = attrs.Factory(dict)
+
+    def start(self, key: PhotoKey, record: Record | None, action: Action) -> None:
+        """Where the job of ``key`` starts: anew (``new``), from its order (``adopt``), or from
+        its processes (``resume``), as ``record`` (its last line on this service) says."""
+        if record is None or action.kind == "new":
+            self._runs[key.digest] = _Run(Record.start(key, self.service), None)
+            return
+        stage: str = RunStage.CREATING
+        ids: tuple[str, ...] = ()
+        if action.kind == "resume":
+            stage, ids = RunStage.CREATED, (record.process_id, *record.more_process_ids)
+        entry = RunEntry(
+            key=key.digest,
+            digest="",  # the file keeps none: claim() takes the one given
+            arguments=key.arguments,
+            stage=stage,
+            order_id=record.order_id,
+            process_ids=ids,
+        )
+        self._runs[key.digest] = _Run(record, entry)
+
+    def _run(self, key: str) -> _Run:
+        run = self._runs.get(key)
+        if run is None:
+            raise JournalError(f"the job {key!r} was not started in {self.state.path}")
+        return run
+
+    async def claim(self, key: str, digest: str, arguments: str, owner: str) -> Claim:
+        """The job's entry, held by ``owner``.  The file records no digest: a job's key is the
+        digest of its photo, tool and widgets, so one key is one set of arguments."""
+        run = self._run(key)
+        entry = run.entry
+        if entry is None:
+            entry = RunEntry(key=key, digest=digest, arguments=arguments, stage=RunStage.INTENT)
+        run.entry = attrs.evolve(entry, digest=digest, arguments=arguments, owner=owner)
+        return Claim(run.entry, owned=True)
+
+    async def advance(
+        self,
+        key: str,
+        owner: str,
+        stage: str,
+        *,
+        order_id: str | None = None,
+        request: str | None = None,
+        process_ids: tuple[str, ...] | None = None,
+        result: str | None = None,
+    ) -> None:
+        """Record the job's next stage: a line for ``uploaded``, ``created`` and ``finished``
+        (``request`` is not kept: the order gives it again)."""
+        run = self._run(key)
+        if run.entry is None or run.entry.owner != owner:
+            raise JournalError(f"the job {key!r} is not held by {owner}")
+        changes: dict[str, Any] = {"stage": stage}
+        if stage == RunStage.UPLOADED and order_id is not None:
+            run.record = run.record.step(UPLOADED, order_id=order_id)
+            self.state.append(run.record)
+            changes["order_id"] = order_id
+        elif stage == RunStage.CREATED and process_ids:
+            first, *more = process_ids
+            run.record = run.record.step(CREATED, process_id=first, more_process_ids=more)
+            self.state.append(run.record)
+            changes["process_ids"] = process_ids
+        elif stage == RunStage.FINISHED and result is not None:
+            data = json.loads(result)
+            run.record = run.record.step(
+                data["stage"], outputs=tuple(data["outputs"]), error=data["error"]
+            )
+            self.state.append(run.record)
+            changes["result"] = result
+        run.entry = attrs.evolve(run.entry, **changes)
+
+    async def renew(self, key: str, owner: str) -> bool:
+        """True while ``owner`` holds the job (always, within this run)."""
+        entry = self._run(key).entry
+        return entry is not None and entry.owner == owner
+
+    async def release(self, key: str, owner: str) -> None:
+        """Nothing to give up: the file is this run's until it ends."""
+
+    async def get(self, key: str) -> RunEntry | None:
+        """The entry of a job started in this run, or None."""
+        run = self._runs.get(key)
+        return None if run is None else run.entry
+
+    async def unfinished(self) -> list[RunEntry]:
+        """The jobs of this run not finished."""
+        return [
+            run.entry
+            for run in self._runs.values()
+            if run.entry is not None and not run.entry.finished
+        ]
+
+    async def close(self) -> None:
+        """Nothing to close: every line is written and synced as it is appended."""
+
+
+def finished_result(stage: str, outputs: Sequence[str], error: str = "") -> str:
+    """What a job's run records at ``finished``: the line's stage (``done`` or ``failed``), its
+    result files and its error."""
+    return _canonical({"stage": stage, "outputs": list(outputs), "error": error})

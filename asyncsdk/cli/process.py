@@ -4,6 +4,7 @@ Each photo is uploaded as its own order, gets one process, and its results are d
 ``--out``.  Every step is written to a state file in ``--out`` (see :mod:`asyncsdk.cli._state`):
 a second run skips finished photos and waits again on processes already created, so an
 interrupted run is finished by running the same command again, and no photo is paid for twice.
+Each photo is a journalled run of the library (``Client.run_steps``) on that file.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from asyncsdk.cli._state import (
     PhotoKey,
     Record,
     StateFile,
+    StateJournal,
     decide,
     widgets_digest,
 )
@@ -343,7 +345,8 @@ async def _run(args: argparse.Namespace, held: contextlib.ExitStack) -> int:
         semaphore = asyncio.Semaphore(args.concurrency)
         started = time.monotonic()
         with Progress(total=len(plan), label=args.tool.removeprefix("tool-")) as bar:
-            batch = Batch(runner=runner, state=state, service=service, bar=bar)
+            journal = StateJournal(state, service)
+            batch = Batch(runner=runner, journal=journal, bar=bar)
             if limit is not None:
                 batch.pacer = Pacer(
                     limit=limit,
