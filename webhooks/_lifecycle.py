@@ -14,9 +14,8 @@ import logging
 import attrs
 
 from asyncsdk import ConfigurationError
-from webhooks._backends import Backend
 from webhooks._backpressure import SharedDepth
-from webhooks._contract import Inbox, RegistrySink, ResultSink
+from webhooks._contract import Backend, Inbox, RegistrySink, ResultSink
 from webhooks._pool import WorkerPool
 from webhooks._store_gauges import StoreReading
 

@@ -10,11 +10,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Self
 
-from webhooks._backends import Backend, PostgresBackend, RedisBackend
-from webhooks._contract import DEFAULT_CLAIM_TIMEOUT, Verifier
-from webhooks._postgres import DEFAULT_SCHEMA
-from webhooks._redis._connect import DEFAULT_PREFIX, DEFAULT_REDIS_URL
-from webhooks._redis._durability import RELAXED
+from webhooks._contract import DEFAULT_CLAIM_TIMEOUT, Backend, Verifier
+from webhooks._postgres import DEFAULT_SCHEMA, PostgresBackend
+from webhooks._redis import DEFAULT_PREFIX, DEFAULT_REDIS_URL, RELAXED, RedisBackend
 
 if TYPE_CHECKING:
     from webhooks._contract import Inbox, ResultSink
