@@ -12,9 +12,9 @@ import types
 
 from webhooks._access_log import RedactingAccessLogger
 from webhooks._admin import InboxStats, InspectableInbox
-from webhooks._backends import Backend, PostgresBackend, RedisBackend
 from webhooks._contract import (
     AtomicInbox,
+    Backend,
     ClaimingInbox,
     Delivery,
     DeliveryInfo,
@@ -40,22 +40,19 @@ from webhooks._event_receiver import EventReceiver
 from webhooks._events import WebhookEvent
 from webhooks._exposition import metrics_app
 from webhooks._fetchback import KnownProcessFilter
+from webhooks._memory import MemoryInbox
 from webhooks._metrics import LatencyHistogram, Metrics
 from webhooks._observe import ReceiverTelemetry, describe_event
 from webhooks._parse import parse_delivery
-from webhooks._postgres import PostgresRegistry, PostgresWrites
+from webhooks._postgres import PostgresBackend, PostgresInbox, PostgresRegistry, PostgresWrites
 from webhooks._receiver import RECEIVER_KEY, WebhookReceiver
-from webhooks._redis import RedisRegistry
-from webhooks._redis._writes import RedisWrites
+from webhooks._redis import RedisBackend, RedisInbox, RedisRegistry, RedisWrites
 from webhooks._registry import (
     Registry,
     RegistryStats,
 )
+from webhooks._sqlite import SQLiteInbox
 from webhooks._verify import NoVerification, StandardWebhooksVerifier, TokenVerifier
-from webhooks.inboxes.memory import MemoryInbox
-from webhooks.inboxes.postgres import PostgresInbox
-from webhooks.inboxes.redis import RedisInbox
-from webhooks.inboxes.sqlite import SQLiteInbox
 
 __all__ = [
     "RECEIVER_KEY",

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from json.encoder import encode_basestring
 from typing import Any, Final
 
 from asyncsdk import ProcessCompleted, structure
@@ -30,27 +29,15 @@ __all__ = [
     "entry_from_row",
 ]
 
-# The storage form is written field by field into these templates, each string escaped by the
-# json module's own ``encode_basestring`` (what ``json.dumps(..., ensure_ascii=False)`` uses), so
-# the text is the one ``json.dumps`` with compact separators gives, character for character.
-# ``json.dumps`` itself sets up a new encoder on every call: 46,000 instructions for the event and
-# 16,000 for its dedup key, against 26,000 and 7,000 here, on every put of the durable inboxes
-# (benchmark line: receiver + SQLite / PostgreSQL, 128 conns, paced, server CPU per request
-# against the hand-written handler's; ``python -m benchmarks.instructions``).
-_EVENT_FORM: Final = (
-    '{{"event":{},"process_id":{},"order_id":{},"tool":{},"status":{},"final_assets":[{}]}}'
-)
-_ASSET_FORM: Final = '{{"asset_id":{},"src":{},"thumbnail_src":{},"asset_type":{},"asset_role":{}}}'
-
-
-_WEBHOOK_FORM: Final = '{{"webhook":{{"id":{},"type":{},"timestamp":{}}}}}'
+_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+"""Compact JSON, non-ASCII characters kept: the text earlier versions stored."""
 _WEBHOOK_HEADS: Final = ('{"webhook":', b'{"webhook":')
 """How a stored generic event begins, as text and as bytes (a stored form comes as either)."""
 
 
 def dedup_key_text(event: StoredEvent) -> str:
     """The dedup key as one unambiguous string (a JSON array), for use as a storage key."""
-    return "[" + ",".join(map(encode_basestring, event.dedup_key)) + "]"
+    return _ENCODER.encode(event.dedup_key)
 
 
 def encode_event(event: StoredEvent) -> bytes:
@@ -58,32 +45,26 @@ def encode_event(event: StoredEvent) -> bytes:
     # The one place the two stored values are told apart on the way in (a closed union of two
     # frozen values, not a dispatch over implementations): each has its own form.
     if isinstance(event, WebhookEvent):
-        timestamp = "null" if event.timestamp is None else str(int(event.timestamp))
-        return _WEBHOOK_FORM.format(
-            encode_basestring(event.id), encode_basestring(event.type), timestamp
-        ).encode()
-    return _encode_process(event)
-
-
-def _encode_process(event: ProcessCompleted) -> bytes:
-    """The storage form of a ``process.completed`` event (the model's own field names)."""
-    assets = ",".join(
-        _ASSET_FORM.format(
-            encode_basestring(asset.asset_id),
-            encode_basestring(asset.src),
-            encode_basestring(asset.thumbnail_src),
-            encode_basestring(asset.asset_type),
-            encode_basestring(asset.asset_role),
-        )
-        for asset in event.final_assets
-    )
-    return _EVENT_FORM.format(
-        encode_basestring(event.event),
-        encode_basestring(event.process_id),
-        encode_basestring(event.order_id),
-        encode_basestring(event.tool),
-        encode_basestring(event.status),
-        assets,
+        fields = {"id": event.id, "type": event.type, "timestamp": event.timestamp}
+        return _ENCODER.encode({"webhook": fields}).encode()
+    return _ENCODER.encode(
+        {
+            "event": event.event,
+            "process_id": event.process_id,
+            "order_id": event.order_id,
+            "tool": event.tool,
+            "status": event.status,
+            "final_assets": [
+                {
+                    "asset_id": asset.asset_id,
+                    "src": asset.src,
+                    "thumbnail_src": asset.thumbnail_src,
+                    "asset_type": asset.asset_type,
+                    "asset_role": asset.asset_role,
+                }
+                for asset in event.final_assets
+            ],
+        }
     ).encode()
 
 

@@ -149,6 +149,7 @@ __all__ = [
     "DEFAULT_CLAIM_TIMEOUT",
     "DEFAULT_DEDUP_RETENTION",
     "AtomicInbox",
+    "Backend",
     "ClaimingInbox",
     "Delivery",
     "DeliveryInfo",
@@ -316,6 +317,22 @@ class RegistrySink(ResultSink, Protocol):
 
     def set_healthy(self, healthy: bool) -> None:
         """Say whether a running receiver feeds this sink (waiters poll while it does not)."""
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """An inbox and a registry on one shared store, closed together."""
+
+    @property
+    def inbox(self) -> Inbox:
+        """The inbox on the shared store."""
+
+    @property
+    def registry(self) -> RegistrySink:
+        """The registry on the shared store, fed by the receiver."""
+
+    async def close(self) -> None:
+        """Close the inbox and the registry; idempotent."""
 
 
 # -- fetch-back ---------------------------------------------------------------------------------

@@ -20,9 +20,8 @@ from asyncsdk import ConfigurationError
 from webhooks._contract import Inbox, Verifier
 from webhooks._dispatch import names
 from webhooks._events import WebhookEvent
-from webhooks._handlers import TypeMatch
 from webhooks._kinds import DEFAULT_ID_HEADERS, DEFAULT_TIMESTAMP_HEADERS, SenderEvents
-from webhooks._receiver import ReceiverCore
+from webhooks._receiver import ReceiverCore, TypeMatch
 
 __all__ = ["EventReceiver"]
 

@@ -1,12 +1,19 @@
-"""The aiohttp side: a mountable sub-application that receives one kind of event durably.
+"""A receiver, the mountable sub-application that receives one kind of event durably: its
+options, its handlers, its life from start to drain, and its one-call constructors on a backend.
 
-:class:`ReceiverCore` holds the handlers, builds the application and runs its lifecycle for any
-event kind (:mod:`webhooks._kinds`); each delivery goes through its
+:class:`ReceiverCore` holds the handlers, builds the application and runs its
+:class:`Lifecycle` for any event kind (:mod:`webhooks._kinds`); each delivery goes through its
 :class:`~webhooks._intake.Intake` (verify, parse, store, answer) and each stored event through its
 :class:`~webhooks._pool.WorkerPool` (handlers, retries, dead letters).  :class:`WebhookReceiver`
 is the core on the service's ``process.completed`` kind, with what only that kind has: the
-registry, fetch-back and the process filter.  :class:`~webhooks.EventReceiver` is the core on any
-other sender's events.
+registry, fetch-back, the process filter, and ``from_redis``/``from_postgres``/``from_backend``,
+which build the inbox and the registry on one store and hand both to the receiver, which closes
+them when it stops.  :class:`~webhooks.EventReceiver` is the core on any other sender's events.
+
+A handler is ``async def handler(event)``, or ``async def handler(event, writes)`` with
+``atomic=True``; either may take one more, required, positional parameter: a
+:class:`~webhooks.DeliveryInfo`.  Which form a handler has is read from its signature once, at
+registration (:func:`handler_spec`): the worker never probes a handler when it calls it.
 
 ::
 
@@ -21,31 +28,38 @@ other sender's events.
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from types import MappingProxyType
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final, Generic, Self, TypeVar
 
+import attrs
 from aiohttp import web
 
 from asyncsdk import ConfigurationError, ProcessCompleted
 from webhooks._backpressure import SharedDepth
+from webhooks._checks import require_count, require_seconds
 from webhooks._contract import (
+    DEFAULT_CLAIM_TIMEOUT,
+    AtomicInbox,
+    Backend,
     Inbox,
     InboxEntry,
     ProcessClient,
+    RegistrySink,
     ResultSink,
     StoredEvent,
     Verifier,
 )
 from webhooks._dispatch import HandlerSpec, RetryPolicy, names
+from webhooks._events import WebhookEvent
 from webhooks._exposition import metrics_view
 from webhooks._fetchback import unconfirmed
-from webhooks._handlers import ProcessMatch, handler_spec
 from webhooks._intake import INTAKE_KEY, Intake, ProcessFilter
 from webhooks._kinds import PROCESS_COMPLETED, EventKind
-from webhooks._lifecycle import Lifecycle
 from webhooks._metrics import Metrics
 from webhooks._observe import (
     NO_RECEIVER_TELEMETRY,
@@ -53,9 +67,9 @@ from webhooks._observe import (
     bind_receiver_telemetry,
     receiver_telemetry,
 )
-from webhooks._options import check_receiver_options
 from webhooks._pool import WorkerPool
-from webhooks._setup import OneCallSetup
+from webhooks._postgres import DEFAULT_SCHEMA, PostgresBackend
+from webhooks._redis import DEFAULT_PREFIX, DEFAULT_REDIS_URL, RELAXED, RedisBackend
 from webhooks._store_gauges import StoreReading
 from webhooks._verify import TOKEN_PARAM
 
@@ -326,7 +340,7 @@ class ReceiverCore(Generic[E]):
         self._pool.stored()
 
 
-class WebhookReceiver(ReceiverCore[ProcessCompleted], OneCallSetup):
+class WebhookReceiver(ReceiverCore[ProcessCompleted]):
     """Receives ``process.completed`` deliveries, stores them, and runs handlers from the store.
 
     Required: ``inbox`` (where accepted events live until handled: :class:`~webhooks.SQLiteInbox`,
@@ -420,6 +434,69 @@ class WebhookReceiver(ReceiverCore[ProcessCompleted], OneCallSetup):
     def _keep_on(self, app: web.Application) -> None:
         app[RECEIVER_KEY] = self
 
+    # -- one node on a shared store ----------------------------------------------------------
+
+    @classmethod
+    def from_backend(
+        cls,
+        backend: Backend,
+        *,
+        verifier: Verifier,
+        handler: Callable[..., Awaitable[None]] | None = None,
+        **options: Any,
+    ) -> Self:
+        """A receiver on ``backend``'s inbox and registry, which it owns: they close when it
+        stops.  ``handler`` (optional) is registered for every event; ``options`` are the
+        constructor's."""
+        receiver = cls(inbox=backend.inbox, registry=backend.registry, verifier=verifier, **options)
+        receiver._life.backend = backend
+        if handler is not None:
+            receiver.add_handler(handler)
+        return receiver
+
+    @classmethod
+    def from_redis(
+        cls,
+        url: str = DEFAULT_REDIS_URL,
+        *,
+        verifier: Verifier,
+        handler: Callable[..., Awaitable[None]] | None = None,
+        prefix: str = DEFAULT_PREFIX,
+        claim_timeout: float = DEFAULT_CLAIM_TIMEOUT,
+        durability: str = RELAXED,
+        replicas: int = 0,
+        **options: Any,
+    ) -> Self:
+        """One node of a group sharing Redis at ``url`` under ``prefix``: a
+        :class:`~webhooks.RedisBackend`'s inbox and registry (``receiver.registry``, to wait on),
+        closed when the receiver stops.  ``durability="strict"`` answers 2xx only once the
+        delivery is on disk (or on ``replicas`` replicas): see :class:`~webhooks.RedisInbox`."""
+        backend = RedisBackend(
+            url,
+            prefix=prefix,
+            claim_timeout=claim_timeout,
+            durability=durability,
+            replicas=replicas,
+        )
+        return cls.from_backend(backend, verifier=verifier, handler=handler, **options)
+
+    @classmethod
+    def from_postgres(
+        cls,
+        dsn: str,
+        *,
+        verifier: Verifier,
+        handler: Callable[..., Awaitable[None]] | None = None,
+        schema: str = DEFAULT_SCHEMA,
+        claim_timeout: float = DEFAULT_CLAIM_TIMEOUT,
+        **options: Any,
+    ) -> Self:
+        """One node of a group sharing the PostgreSQL ``schema`` at ``dsn``: a
+        :class:`~webhooks.PostgresBackend`'s inbox and registry (``receiver.registry``, to wait
+        on), closed when the receiver stops."""
+        backend = PostgresBackend(dsn, schema=schema, claim_timeout=claim_timeout)
+        return cls.from_backend(backend, verifier=verifier, handler=handler, **options)
+
     # -- handlers -------------------------------------------------------------------------
 
     def on_completed(
@@ -482,3 +559,186 @@ class _ProcessAdmission:
 
 RECEIVER_KEY: Final = web.AppKey("webhooks.receiver", WebhookReceiver)
 """Where :meth:`WebhookReceiver.setup` stores the receiver on the host app and its own app."""
+
+
+@attrs.define(kw_only=True, eq=False)
+class Lifecycle:
+    """Starts and stops one receiver's pool and closes its stores.
+
+    ``new -> running -> stopping -> stopped``.  While ``stopping`` every delivery is answered 503
+    with ``Retry-After`` (another node, or this one restarted, takes it), the workers finish what
+    they run within ``drain_timeout`` and hand back what they hold; then the inbox
+    (``close_inbox``) and a backend the receiver owns are closed, and :meth:`drained` returns.
+    """
+
+    inbox: Inbox
+    registry: ResultSink | None
+    pool: WorkerPool
+    depth: SharedDepth
+    drain_timeout: float
+    close_inbox: bool
+    backend: Backend | None = None
+    """Inbox and registry the receiver owns (built by ``from_redis``/``from_postgres``)."""
+    store: StoreReading | None = None
+    """The shared inbox's figures for the metrics, read while running (when metrics are on)."""
+    state: str = attrs.field(default="new", init=False)
+    _stop_task: asyncio.Task[None] | None = attrs.field(default=None, init=False)
+    _stopped: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
+
+    def shutdown_began(self) -> None:
+        """The host stopped listening; requests still arriving on open connections get 503."""
+        if self.state == "running":
+            self.state = "stopping"
+
+    async def start(self) -> None:
+        if self.state != "new":
+            raise ConfigurationError(f"a receiver starts once; this one is {self.state}")
+        try:
+            await self.inbox.check()
+        except ConfigurationError:
+            raise  # a store that cannot keep the inbox's promise (RedisInbox's strict mode)
+        except Exception as exc:
+            logger.warning("the webhook inbox is unavailable at start (%s); answering 503", exc)
+        await self.pool.start()
+        if self.store is not None:
+            self.store.start()
+        self.state = "running"
+        if isinstance(self.registry, RegistrySink):
+            self.registry.set_healthy(True)
+
+    async def stop(self) -> None:
+        if self.state == "new":
+            self.state = "stopped"
+            await self._close()
+            return
+        if self._stop_task is None:
+            self._stop_task = asyncio.create_task(self._stop(), name="webhooks-stop")
+        await asyncio.shield(self._stop_task)
+
+    async def _stop(self) -> None:
+        self.state = "stopping"
+        if isinstance(self.registry, RegistrySink):
+            self.registry.set_healthy(False)
+        await self.pool.stop(self.drain_timeout)
+        if self.store is not None:
+            await self.store.stop()
+        self.state = "stopped"
+        await self.depth.close()
+        await self._close()
+
+    async def _close(self) -> None:
+        try:
+            if self.close_inbox:
+                await self.inbox.close()
+            if self.backend is not None:
+                await self.backend.close()
+        finally:
+            self._stopped.set()
+
+    async def drained(self) -> None:
+        await self._stopped.wait()
+
+
+def check_receiver_options(
+    *,
+    inbox: object,
+    verifier: object,
+    counts: dict[str, object],
+    seconds: dict[str, float],
+    drain_timeout: float,
+) -> None:
+    """Raise :class:`~asyncsdk.ConfigurationError` naming the first argument that is wrong.
+
+    ``counts`` must be positive integers and ``seconds`` positive numbers of seconds, by name.
+    """
+    if not isinstance(inbox, Inbox):
+        raise ConfigurationError(
+            "inbox must implement webhooks.Inbox; use SQLiteInbox(path) or MemoryInbox()"
+        )
+    if not isinstance(verifier, Verifier):
+        raise ConfigurationError(
+            "verifier must have verify(delivery) and path_tokens; use TokenVerifier(token), "
+            "StandardWebhooksVerifier(secret) or NoVerification() with fetch-back"
+        )
+    for name, number in counts.items():
+        require_count(name, number, minimum=1)
+    for name, value in seconds.items():
+        require_seconds(name, value, zero_ok=False)
+    require_seconds("drain_timeout", drain_timeout, zero_ok=True)
+    if seconds["read_timeout"] + seconds["put_timeout"] >= 10:
+        raise ConfigurationError(
+            "read_timeout + put_timeout must stay under 10 s: the service wants a 2xx "
+            "within 10 seconds"
+        )
+
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def handler_spec(
+    func: Callable[..., Any],
+    *,
+    inbox: Inbox,
+    wants: Callable[[Any], bool] | None,
+    atomic: bool,
+) -> HandlerSpec:
+    """The :class:`HandlerSpec` of ``func``, or :class:`~asyncsdk.ConfigurationError` naming the
+    fix."""
+    if not callable(func):
+        raise ConfigurationError("a handler must be an async function taking the event")
+    if atomic and not isinstance(inbox, AtomicInbox):
+        raise ConfigurationError(
+            f"atomic=True handlers need an inbox that applies writes with the ack, and"
+            f" {type(inbox).__name__} does not: use RedisInbox or PostgresInbox, or"
+            " register the handler without atomic=True and make its writes idempotent (key"
+            " them on event.dedup_key)"
+        )
+    fixed = 2 if atomic else 1
+    return HandlerSpec(func, wants, atomic=bool(atomic), with_info=_takes_info(func, fixed, atomic))
+
+
+@attrs.frozen
+class ProcessMatch:
+    """The ``process.completed`` events a handler wants: these statuses and tools (``None``:
+    any)."""
+
+    statuses: frozenset[str] | None
+    tools: frozenset[str] | None
+
+    def __call__(self, event: ProcessCompleted) -> bool:
+        return (self.statuses is None or event.status in self.statuses) and (
+            self.tools is None or event.tool in self.tools
+        )
+
+
+@attrs.frozen
+class TypeMatch:
+    """The events of other senders a handler wants: these types."""
+
+    types: frozenset[str]
+
+    def __call__(self, event: WebhookEvent) -> bool:
+        return event.type in self.types
+
+
+def _takes_info(func: Callable[..., Any], fixed: int, atomic: bool) -> bool:
+    """Whether ``func`` takes a :class:`~webhooks.DeliveryInfo` after its ``fixed`` parameters."""
+    try:
+        parameters = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):  # a builtin or extension callable without a signature
+        return False
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+        return False  # takes what it is given: the fixed parameters only
+    positional = [p for p in parameters if p.kind in _POSITIONAL]
+    required = [p for p in positional if p.default is inspect.Parameter.empty]
+    if len(required) > fixed + 1 or len(positional) < fixed:
+        kind, forms = (
+            ("an atomic=True handler", "(event, writes) or (event, writes, info)")
+            if atomic
+            else ("a handler", "(event) or (event, info)")
+        )
+        raise ConfigurationError(
+            f"{kind} takes {forms}, and {func!r} takes {len(positional)} positional parameter(s)"
+        )
+    # An optional parameter past the fixed ones keeps its default, as before DeliveryInfo.
+    return len(required) > fixed

@@ -53,11 +53,13 @@ __all__ = [
     "INBOX_SCRIPTS",
     "PENDING_COUNT",
     "PRUNE_CONSUMERS",
+    "PURGE",
     "PUT",
     "PUT_CLAIMED",
     "REPLAY",
     "RESOLVE",
     "RETRY_LATER",
+    "STATS",
     "InboxKeys",
     "is_entry_id",
     "parse_entry",
@@ -423,6 +425,45 @@ return n
 """
 )
 
+# -- the operators' calls (asyncsdk inbox stats|purge) --
+
+# KEYS[8]: the count of replays.  ARGV: none.  Returns {depth, dead, age of the oldest unfinished
+# entry in ms or -1, entries found lost, the last loss ("<ms> <from> <to>") or false, replays}.
+# The stream holds unfinished entries and dead letters only, oldest first: the first id not in
+# ``dead`` is the oldest unfinished one (looked for among the first 1,000 entries).
+STATS: Final = (
+    _COMMON
+    + """
+local dead_count = redis.call('ZCARD', dead)
+local depth = redis.call('XLEN', stream) - dead_count
+local oldest, start = false, '-'
+for _ = 1, 10 do
+  if depth == 0 then break end
+  local r = redis.call('XRANGE', stream, start, '+', 'COUNT', 100)
+  if #r == 0 then break end
+  for _, e in ipairs(r) do
+    if not redis.call('ZSCORE', dead, e[1]) then oldest = e[1] break end
+  end
+  if oldest then break end
+  start = '(' .. r[#r][1]
+end
+local age = -1
+if oldest then age = now_ms() - tonumber(string.match(oldest, '^(%d+)')) end
+return {depth, dead_count, age, tonumber(redis.call('HGET', losses, 'count') or '0'),
+        redis.call('HGET', losses, 'last'), tonumber(redis.call('GET', KEYS[8]) or '0')}
+"""
+)
+
+# ARGV: group, id, dedup key prefix, retention.  Finishes a dead letter as an ack would (its dedup
+# key stays claimed for the retention); 0 when the id is not a dead letter.
+PURGE: Final = (
+    _COMMON
+    + """
+if not redis.call('ZSCORE', dead, ARGV[2]) then return 0 end
+return ack(ARGV[1], ARGV[2], ARGV[3], ARGV[4])
+"""
+)
+
 INBOX_SCRIPTS: Final = {
     "PUT": PUT,
     "PUT_CLAIMED": PUT_CLAIMED,
@@ -437,6 +478,8 @@ INBOX_SCRIPTS: Final = {
     "PENDING_COUNT": PENDING_COUNT,
     "HIGH_WATER": HIGH_WATER,
     "PRUNE_CONSUMERS": PRUNE_CONSUMERS,
+    "STATS": STATS,
+    "PURGE": PURGE,
 }
 """The inbox's scripts by the name :class:`~webhooks.RedisInbox` calls them."""
 

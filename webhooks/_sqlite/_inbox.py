@@ -1,8 +1,8 @@
 """An inbox in one SQLite file: durable, dependency-free, safe for several processes.
 
-Every operation is a function of the connection that :class:`~._sqlite_db.SQLiteWriter` runs on
-its writer thread, grouped with the others that queue meanwhile into one transaction (one fsync
-for all of them).  A ``put`` that returned is committed with ``synchronous=FULL``.
+Every operation is a function of the connection that the writer thread of ``_db`` runs, grouped
+with the others that queue meanwhile into one transaction (one fsync for all of them).  A ``put``
+that returned is committed with ``synchronous=FULL``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from webhooks._contract import (
     StoredEvent,
 )
 from webhooks._errors import UnknownEntryError
-from webhooks.inboxes import _sqlite_db as db
+from webhooks._sqlite import _db as db
 
 __all__ = ["SQLiteInbox"]
 

@@ -35,7 +35,6 @@ from webhooks._contract import (
 )
 from webhooks._errors import InboxError, InboxUnavailableError, UnknownEntryError
 from webhooks._redis import _scripts
-from webhooks._redis._admin_scripts import ADMIN_SCRIPTS
 from webhooks._redis._connect import (
     DEFAULT_PREFIX,
     DEFAULT_REDIS_URL,
@@ -194,7 +193,7 @@ class RedisInbox:
                 )
             self._redis = self.client
         self._keys = _scripts.InboxKeys(self.prefix)
-        for name, script in {**_scripts.INBOX_SCRIPTS, **ADMIN_SCRIPTS}.items():
+        for name, script in _scripts.INBOX_SCRIPTS.items():
             self._scripts[name] = self._redis.register_script(script)
         self._pipeline = ScriptPipeline(self._redis, self._scripts)
 
