@@ -300,7 +300,10 @@ class KeyedRuns:
         key = entry if isinstance(entry, str) else entry.key
         found = await self.journal.get(key)
         if found is None:
-            raise ConfigurationError(f"the journal has no run of key {key!r}")
+            raise ConfigurationError(
+                f"the journal has no run of key {key!r}: resume a key that "
+                "client.journal.unfinished() lists, or start the run with client.run() and key="
+            )
         if found.stage == RunStage.INTENT:
             raise ConfigurationError(
                 f"the run of key {key!r} stopped before its files were uploaded (nothing was "

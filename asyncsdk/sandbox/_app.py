@@ -98,7 +98,7 @@ async def edge(request: web.Request, handler: Handler) -> web.StreamResponse:
     rt = runtime_of(request)
     if not rt.public_base:
         rt.public_base = str(request.url.origin())
-    internal = request.path.startswith("/_sandbox/")
+    internal = request.path == "/_sandbox" or request.path.startswith("/_sandbox/")
     rule = None
     if not internal:
         rt.stats.requests[f"{request.method} {route_name(request)}"] += 1

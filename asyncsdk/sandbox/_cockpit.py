@@ -283,8 +283,15 @@ async def cockpit_panel(request: web.Request) -> web.Response:
     )
 
 
+async def to_the_page(request: web.Request) -> web.Response:
+    """``/_sandbox`` typed without its slash: the page is at ``/_sandbox/``."""
+    raise web.HTTPFound("/_sandbox/")
+
+
 def add_routes(router: web.UrlDispatcher) -> None:
-    """``/_sandbox/`` (the page), ``/_sandbox/cockpit`` (its live part), the thumbnails."""
+    """``/_sandbox/`` (the page; ``/_sandbox`` leads there), ``/_sandbox/cockpit`` (its live
+    part), the thumbnails."""
     router.add_get("/_sandbox/", cockpit_page)
+    router.add_get("/_sandbox", to_the_page)
     router.add_get("/_sandbox/cockpit", cockpit_panel)
     router.add_get("/_sandbox/files/{file_id}/{variant}", get_file)

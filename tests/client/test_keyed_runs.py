@@ -201,6 +201,20 @@ async def test_a_run_stopped_before_its_upload_is_run_again_with_its_photo(
     assert sandbox.stats.processes_created == 1
 
 
+async def test_resuming_a_key_the_journal_does_not_hold_names_where_the_keys_are(
+    sandbox: Sandbox, journal_path: Path
+) -> None:
+    async with sandbox.client(journal=journal_path) as client:
+        await client.run(ToolSlug.VIRTUAL_STAGING, ROOM, widgets=STAGING, key="listing-42/bed")
+        with pytest.raises(ConfigurationError) as caught:
+            await client.resume("listing-42/bedroom")
+    message = str(caught.value)
+    assert "'listing-42/bedroom'" in message
+    assert "client.journal.unfinished()" in message  # where the keys to resume are listed
+    assert "client.run()" in message  # how a key never run is started
+    assert sandbox.stats.processes_created == 1
+
+
 async def test_a_keyed_mask_removal_is_created_once(sandbox: Sandbox, journal_path: Path) -> None:
     box = [(100, 100, 300, 300)]
     async with sandbox.client(journal=journal_path) as client:

@@ -127,6 +127,16 @@ async def test_the_page_answers_before_anything_happened(sandbox: Sandbox) -> No
     assert "no webhook URL is set (--webhook URL, or POST /_sandbox/webhooks)" in text
 
 
+async def test_the_page_address_typed_without_its_slash_leads_to_the_page(
+    sandbox: Sandbox,
+) -> None:
+    async with aiohttp.ClientSession() as http, http.get(f"{sandbox.base_url}/_sandbox") as page:
+        assert page.status == 200
+        assert page.url.path == "/_sandbox/"
+        assert "No process yet" in await page.text()
+    assert sandbox.stats.requests == {}  # a control route, like the page itself
+
+
 async def test_the_page_is_not_counted_among_the_services_requests() -> None:
     async with receiver() as base, Sandbox(config(base)) as sb:
         await two_processes(sb)
