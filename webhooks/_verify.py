@@ -269,16 +269,23 @@ class StandardWebhooksVerifier:
         msg_id, raw_ts, signature = values
         if not (msg_id and raw_ts and signature):
             return _missing(values)
+        # The messages below name the header as the sender spelled it.
+        stamped = (
+            "webhook-timestamp" if delivery.headers.get("webhook-timestamp") else "svix-timestamp"
+        )
+        signed = (
+            "webhook-signature" if delivery.headers.get("webhook-signature") else "svix-signature"
+        )
         raw_ts = raw_ts.strip()
         if not (raw_ts.isascii() and raw_ts.isdigit()) or len(raw_ts) > 12:
-            return Rejection(401, "timestamp", "webhook-timestamp must be Unix time in seconds")
+            return Rejection(401, "timestamp", f"{stamped} must be Unix time in seconds")
         timestamp = int(raw_ts)
         skew = self.clock() - timestamp
         if skew > self.tolerance:
-            return Rejection(401, "timestamp", "webhook-timestamp is too old; resend it signed now")
+            return Rejection(401, "timestamp", f"{stamped} is too old; resend it signed now")
         if -skew > self.tolerance:
             return Rejection(
-                401, "timestamp", "webhook-timestamp is in the future; check the sender's clock"
+                401, "timestamp", f"{stamped} is in the future; check the sender's clock"
             )
         offered = [
             part.partition(",")[2]
@@ -286,7 +293,7 @@ class StandardWebhooksVerifier:
             if part.startswith("v1,")
         ]
         if not offered:
-            return Rejection(401, "signature", "webhook-signature holds no 'v1,<base64>' entry")
+            return Rejection(401, "signature", f"{signed} holds no 'v1,<base64>' entry")
         matched = False
         for key in self._keys:
             expected = _signature(key, msg_id, timestamp, delivery.body).encode()
@@ -295,7 +302,7 @@ class StandardWebhooksVerifier:
                     candidate.encode("utf-8", "surrogateescape"), expected
                 )
         if not matched:
-            return Rejection(401, "signature", "webhook-signature does not match the body")
+            return Rejection(401, "signature", f"{signed} does not match the body")
         return None
 
 
