@@ -11,7 +11,6 @@ fetch-back; :class:`EventReceiver` receives any other sender's as :class:`Webhoo
 import types
 
 from webhooks._access_log import RedactingAccessLogger
-from webhooks._admin import InboxStats, InspectableInbox
 from webhooks._contract import (
     AtomicInbox,
     Backend,
@@ -21,6 +20,8 @@ from webhooks._contract import (
     Ignored,
     Inbox,
     InboxEntry,
+    InboxStats,
+    InspectableInbox,
     Parsed,
     ProcessClient,
     RegistrySink,

@@ -1,7 +1,9 @@
 """The contracts between the receiver and what it is given: inbox, verifier, client, sink.
 
 The inbox, the result sink and the fetch-back client are protocols; a verifier's input and the
-parser's verdicts are plain values.  Nothing here does I/O.
+parser's verdicts are plain values.  Nothing here does I/O.  What operators ask of an inbox
+(:class:`InspectableInbox`: ``stats()`` and ``purge``, beside the contract's ``dead_letters`` and
+``replay``; ``asyncsdk inbox stats|dead|replay|purge`` runs them) closes the module.
 
 Inbox contract (every backend: Memory, SQLite, Redis Streams, PostgreSQL)
 ==========================================================================
@@ -156,6 +158,8 @@ __all__ = [
     "Ignored",
     "Inbox",
     "InboxEntry",
+    "InboxStats",
+    "InspectableInbox",
     "OrdersAPI",
     "Parsed",
     "ProcessClient",
@@ -420,3 +424,58 @@ class Verifier(Protocol):
 
     def verify(self, delivery: Delivery) -> Rejection | None:
         """``None`` to accept ``delivery``, or the :class:`Rejection` to answer it with."""
+
+
+@attrs.frozen(kw_only=True)
+class InboxStats:
+    """A look at the whole shared inbox."""
+
+    depth: int
+    """Unfinished entries: due, delayed or running (what backpressure counts)."""
+    oldest_age: float | None
+    """Seconds since the oldest unfinished entry was stored; ``None`` when there is none."""
+    dead: int
+    """Dead letters waiting for a replay or a purge."""
+    durability: str | None = None
+    """What a crash of the store's host can lose of the deliveries answered 2xx, as read from
+    the store's configuration (:class:`~webhooks.RedisInbox`: ``appendonly``/``appendfsync``);
+    ``None`` where the backend's promise does not depend on it (see docs/webhooks.md)."""
+    lost: int = 0
+    """Acknowledged entries whose writes the store was found to have lost, since the inbox was
+    first used (:class:`~webhooks.RedisInbox`: its sequence of accepted entries went backwards,
+    as a receiver running across a Redis restart found).  Those not handled yet were never
+    handled; those handled already lost their dedup keys."""
+    last_loss: str | None = None
+    """When the last such loss was found, and the sequence's fall; ``None`` when there was none."""
+    replayed: int = 0
+    """Dead letters replayed so far, by any process or the command line: counted in the store
+    since the inbox was made (Redis keeps the count ``retention`` seconds after the last
+    replay)."""
+
+
+@runtime_checkable
+class InspectableInbox(Inbox, Protocol):
+    """An inbox operators can inspect and clean up.
+
+    ``stats()``
+        :class:`InboxStats` of the whole inbox, every process's entries.
+
+    ``purge(entry_id)``
+        Drops a dead letter for good: never handed out or listed again; its dedup key stays
+        claimed for the inbox's retention, as a finished entry's does, so the sender's retries of
+        that event stay duplicates.  :class:`~webhooks.UnknownEntryError` if ``entry_id`` is not
+        a dead letter.
+
+    A replay (:meth:`~webhooks.Inbox.replay`) makes a dead letter pending again under the dedup
+    claim it has held all along: no second claim, and the event is handled once more, once.  The
+    store counts replays (``stats().replayed``), so that each receiver's metrics see those made
+    from elsewhere, the command line included.
+    """
+
+    async def stats(self) -> InboxStats:
+        """Depth, age of the oldest unfinished entry, and dead letters."""
+        ...
+
+    async def purge(self, entry_id: str) -> None:
+        """Drop a dead letter for good; UnknownEntryError if there is none with that id."""
+        ...

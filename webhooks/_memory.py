@@ -10,12 +10,12 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from webhooks._admin import InboxStats
 from webhooks._checks import check_consumer, check_limit, require_seconds
 from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
     DEFAULT_DEDUP_RETENTION,
     InboxEntry,
+    InboxStats,
     StoredEvent,
 )
 from webhooks._errors import InboxUnavailableError, UnknownEntryError

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 if TYPE_CHECKING:
-    from webhooks._admin import InboxStats
+    from webhooks._contract import InboxStats
 
 __all__ = ["BOUNDS", "Gauges", "LatencyHistogram", "Metrics"]
 

@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from asyncsdk import PROCESS_ID_ATTRIBUTE, ConfigurationError
 from asyncsdk.telemetry import load_registry, load_tracer
-from webhooks._admin import InboxStats
-from webhooks._contract import InboxEntry, StoredEvent
+from webhooks._contract import InboxEntry, InboxStats, StoredEvent
 from webhooks._events import WebhookEvent
 from webhooks._metrics import BOUNDS, Gauges, Metrics
 

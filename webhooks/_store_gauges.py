@@ -18,8 +18,7 @@ from typing import Final
 
 import attrs
 
-from webhooks._admin import InboxStats, InspectableInbox
-from webhooks._contract import Inbox
+from webhooks._contract import Inbox, InboxStats, InspectableInbox
 
 __all__ = ["READ_EVERY", "StoreReading"]
 

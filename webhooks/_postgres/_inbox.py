@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Final, TypeVar
 import attrs
 
 from asyncsdk import ConfigurationError
-from webhooks._admin import InboxStats
 from webhooks._checks import check_consumer, check_limit, positive_seconds, require_seconds
 from webhooks._codec import claimed_entry, dedup_key_text, encode_event, entry_from_row
 from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
     DEFAULT_DEDUP_RETENTION,
     InboxEntry,
+    InboxStats,
     StoredEvent,
 )
 from webhooks._errors import InboxError, InboxUnavailableError, UnknownEntryError

@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import attrs
 
 from asyncsdk import ConfigurationError
-from webhooks._admin import InboxStats
 from webhooks._checks import check_consumer, check_limit, positive_seconds, require_seconds
 from webhooks._codec import dedup_key_text, encode_event
 from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
     DEFAULT_DEDUP_RETENTION,
     InboxEntry,
+    InboxStats,
     StoredEvent,
 )
 from webhooks._errors import InboxError, InboxUnavailableError, UnknownEntryError

@@ -15,13 +15,13 @@ from collections.abc import Callable, Sequence
 from operator import itemgetter
 from pathlib import Path
 
-from webhooks._admin import InboxStats
 from webhooks._checks import check_consumer, check_limit, require_seconds
 from webhooks._codec import claimed_entry, dedup_key_text, encode_event, entry_from_row
 from webhooks._contract import (
     DEFAULT_CLAIM_TIMEOUT,
     DEFAULT_DEDUP_RETENTION,
     InboxEntry,
+    InboxStats,
     StoredEvent,
 )
 from webhooks._errors import UnknownEntryError
