@@ -27,6 +27,8 @@ class Plan:
     receiver_warmup_seconds: int = 1
     receiver_connections: tuple[int, ...] = (16, 128)
     receiver_paced_rate: int = 500
+    burst_deliveries: int
+    """Deliveries of the burst row, sent at once over the top connection count."""
     retained_keys: int
     retained_rounds: int
     """Back-to-back pairs (retained, empty) of the paced load in the retention row."""
@@ -61,6 +63,7 @@ def make_plan(*, quick: bool, runs: int | None) -> Plan:
             small_files=20,
             public_file=16 * MIB,
             receiver_seconds=1,
+            burst_deliveries=1_000,
             retained_keys=2_000,
             retained_rounds=1,
             retained_seconds=1,
@@ -84,6 +87,7 @@ def make_plan(*, quick: bool, runs: int | None) -> Plan:
         small_files=200,
         public_file=50 * MIB,
         receiver_seconds=4,
+        burst_deliveries=BURST_DELIVERIES,
         retained_keys=1_000_000,
         # A p99 of one paced load (500 req/s) is its 1 % slowest answers: over 4 s, the 20
         # slowest, which one collection or fsync on a 2-core machine moves by more than the
@@ -101,10 +105,29 @@ def make_plan(*, quick: bool, runs: int | None) -> Plan:
     )
 
 
-# Goals (2-core machine; ratios from one run).
+# Goals (2-core machine; ratios from one run).  The service allows 10 generations per 10 minutes
+# per key, so the client's request rate is never its user's bottleneck and a receiver's only under
+# a burst: these are the goals that stand; every other row of the report is a figure, not a goal.
 CLIENT_VS_AIOHTTP: Final = 0.80
 """The client's request rate is never its user's bottleneck (the service allows 10 generations per
 10 minutes per key): a checked request is planned afresh each time, with no per-request memo."""
+CLIENT_VS_HTTPX: Final = 8.0
+#: A batch under the generation limit: its time over the limit-bound minimum, at most.
+PACING_VS_MINIMUM: Final = 1.05
+UPLOAD_RSS_MIB: Final = 8.0
+RECEIVER_CPU_VS_PEER: Final = 1.0
+"""Server CPU per delivery of each durable receiver (SQLite, Redis, PostgreSQL) over that of the
+hand-written handler doing the same durable write (``benchmarks/_peers.py``), at the top
+connection count, flat out."""
+RECEIVER_CPU_NOISE: Final = 1.1
+"""Where run-to-run noise decides: a median ratio above :data:`RECEIVER_CPU_VS_PEER` but at most
+this is met when one of its rounds is at or under :data:`RECEIVER_CPU_VS_PEER`."""
+BURST_DELIVERIES: Final = 10_000
+BURST_P99_S: Final = 1.0
+"""Every receiver answers a burst of :data:`BURST_DELIVERIES` at the top connection count with
+this p99 at most, every answer 2xx or 503 with ``Retry-After``, and loses none of them."""
+JOURNAL_ADDED_MS: Final = 5.0
+"""An SQLite journal adds at most this many ms to one ``client.run()``."""
 OBSERVED_COST: Final = 0.05
 """Metrics on may add 5 % at most to the CPU a request takes with telemetry off."""
 SAMPLED_COST: Final = {"client": 0.10, "receiver": 0.20}
@@ -114,26 +137,6 @@ receiver's (two per delivery)."""
 SPAN_BEYOND_SDK_US: Final = {"dropped": 2.0, "recorded": 10.0}
 """Microseconds of CPU our span of a request may add to what the OpenTelemetry SDK spends itself
 starting and ending a span its sampler drops, and one it records."""
-CLIENT_VS_HTTPX: Final = 8.0
-JOURNAL_ADDED_MS: Final = 5.0
-"""An SQLite journal adds at most this many ms to one ``client.run()``."""
-#: A batch under the generation limit: its time over the limit-bound minimum, at most.
-PACING_VS_MINIMUM: Final = 1.05
-UPLOAD_VS_AIOHTTP: Final = 0.90
-UPLOAD_RSS_MIB: Final = 8.0
-RECEIVER_VS_BARE: Final = {"memory": 0.80, "sqlite": 0.50, "redis": 0.40, "postgres": 0.40}
-RECEIVER_VS_BARE_AT_TOP_ONLY: Final = frozenset({"postgres"})
-"""Receivers whose req/s goal is set at the top connection count alone (the PostgreSQL receiver's
-is ">= 0.4 x the bare handler at 128 connections"); the other counts are shown beside it."""
-RECEIVER_P99_MS: Final = 50.0
-RECEIVER_CPU_VS_PEER: Final = 1.1
-"""Server CPU per request of each receiver over that of the hand-written handler doing the same
-work (``benchmarks/_peers.py``)."""
-RETAINED_P99_VS_EMPTY: Final = 1.2
-"""The paced p99 ack of an inbox holding ``retained_keys`` finished events over an empty one's."""
 GENERATOR_SATURATED: Final = 0.90
 """A load generator using this share of its core or more (or more CPU than the server) was the
 limit, not the server: the req/s ratios leave its rounds out."""
-REGISTRY_BYTES: Final = 400.0
-REGISTRY_RESOLVE_S: Final = 1.0
-REGISTRY_WAKE_P99_MS: Final = 3.0

@@ -123,11 +123,17 @@ async def serve(
     postgres_dsn: str = "",
     schema: str = "",
     observed: str = "",
+    recorded: bool = False,
 ) -> None:
     """Serve one variant (:func:`run_server`; ``observed``: a telemetry mode of
-    ``_observed.py``, or empty for none); ``"stats"`` adds the receiver's counters."""
+    ``_observed.py``, or empty for none); ``"stats"`` adds the receiver's counters.
+
+    ``recorded``: the receiver as a user mounts it (the default ``queue_limit``) with one handler
+    that notes each event's ``process_id`` and then waits 10 ms, as a handler's own write would;
+    ``"stats"`` then also says how many distinct process ids the handler saw (``seen``)."""
     app = web.Application()
     receiver: Any = None
+    seen: set[str] = set()
     if store in PEERS:
         add_peer(
             app,
@@ -142,13 +148,22 @@ async def serve(
     else:
         from webhooks import TokenVerifier, WebhookReceiver
 
+        # A recorded receiver keeps the default queue limit: it answers 503 past it, as mounted.
+        limits = {} if recorded else {"queue_limit": QUEUE_LIMIT}
         mounted = WebhookReceiver(
             inbox=_inbox(store, Path(workdir), redis_url, prefix, postgres_dsn, schema),
             verifier=TokenVerifier(TOKEN),
-            queue_limit=QUEUE_LIMIT,
+            **limits,
             drain_timeout=0.5,
             **_telemetry(observed),
         )
+        if recorded:
+
+            @mounted.on_completed()
+            async def record(event: Any) -> None:
+                seen.add(event.process_id)
+                await asyncio.sleep(0.01)
+
         if slow_handler:
 
             @mounted.on_completed()
@@ -161,7 +176,7 @@ async def serve(
         io,
         app,
         lambda port: {"url": f"http://127.0.0.1:{port}/hooks/{TOKEN}"},
-        lambda: _stats(receiver),
+        lambda: {**_stats(receiver), "seen": len(seen)},
     )
 
 

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks import _plan as goals
 from benchmarks._env import REDIS_URL, median, percentile
 from benchmarks._plan import Plan
 from benchmarks._procs import CLIENT_CPU, Child, run_job
 from benchmarks._shared import (
-    Goal,
     Section,
     drop_prefix,
     fmt,
-    met_if_measured,
     new_prefix,
     redis_problem,
     runs_of,
@@ -67,28 +64,9 @@ def run_registry(plan: Plan) -> Section:
         f"alone take {calls:.3f} s, the rest is the event loop waking {n:,} tasks.",
         "",
     ]
-    section.goals += [
-        Goal(
-            "registry",
-            f"<= {goals.REGISTRY_BYTES:g} bytes per pending waiter (with a timeout)",
-            f"{with_timeout:.0f} B",
-            f"<= {goals.REGISTRY_BYTES:g} B",
-            met_if_measured(with_timeout, with_timeout <= goals.REGISTRY_BYTES),
-        ),
-        Goal(
-            "registry",
-            f"{n:,} resolved in <= {goals.REGISTRY_RESOLVE_S:g} s",
-            f"{all_returned:.3f} s",
-            f"<= {goals.REGISTRY_RESOLVE_S:g} s",
-            met_if_measured(all_returned, all_returned <= goals.REGISTRY_RESOLVE_S),
-        ),
-    ]
     reason = redis_problem()
     if reason:
         section.lines.append(f"Redis wake-up: not run: {reason}")
-        section.goals.append(
-            Goal("registry", "Redis wake-up p99 <= 3 ms", "not run", "<= 3 ms", None)
-        )
         return section
     wake = _redis_wakeup(plan)
     p50s = [percentile(run, 50) * 1000 for run in wake]
@@ -115,15 +93,6 @@ def run_registry(plan: Plan) -> Section:
             ],
         ),
     ]
-    section.goals.append(
-        Goal(
-            "registry",
-            f"Redis wake-up p99 <= {goals.REGISTRY_WAKE_P99_MS:g} ms (two processes)",
-            f"{p99:.2f} ms",
-            f"<= {goals.REGISTRY_WAKE_P99_MS:g} ms",
-            met_if_measured(p99, p99 <= goals.REGISTRY_WAKE_P99_MS),
-        )
-    )
     return section
 
 

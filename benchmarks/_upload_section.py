@@ -12,7 +12,6 @@ from benchmarks._shared import (
     Goal,
     Section,
     fmt,
-    met_if_measured,
     paired,
     runs_of,
     table,
@@ -113,17 +112,6 @@ def run_upload(plan: Plan) -> Section:
         section.lines.append(
             f"- {label}: SDK / raw aiohttp throughput = **{value:.2f}x** (median of the "
             f"per-round ratios {runs_of(per_round, 2)})"
-        )
-        if label == public_label:
-            continue
-        section.goals.append(
-            Goal(
-                "upload",
-                f"{label}: throughput >= {goals.UPLOAD_VS_AIOHTTP} x raw aiohttp",
-                f"{value:.2f}x",
-                f">= {goals.UPLOAD_VS_AIOHTTP}",
-                met_if_measured(value, value >= goals.UPLOAD_VS_AIOHTTP),
-            )
         )
     for (label, impl), runs in results.items():
         if impl == "aiohttp":

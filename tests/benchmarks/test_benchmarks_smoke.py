@@ -16,7 +16,16 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_quick_run_writes_a_report_with_its_sections(tmp_path: Path) -> None:
     out = tmp_path / "RESULTS.md"
     completed = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "--quick", "--only", "registry", "--out", str(out)],
+        [
+            sys.executable,
+            "-m",
+            "benchmarks",
+            "--quick",
+            "--only",
+            "upload,registry",
+            "--out",
+            str(out),
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -37,10 +46,11 @@ def test_quick_run_writes_a_report_with_its_sections(tmp_path: Path) -> None:
         "## 5. End to end",
     ):
         assert heading in report, f"{heading!r} missing from the report"
-    assert "--quick --only registry --out" in report  # the command that reproduces it
+    assert "--quick --only upload,registry --out" in report  # the command that reproduces it
     assert "bytes per waiter" in report
-    assert "resolved in" in report  # the registry's goals made it into the goals table
-    assert report.count("Not run in this invocation (`--only`).") == 5
+    assert "| upload | 1 x 128 MiB" in report  # the upload's goals made it into the goals table
+    assert "| registry |" not in report  # the registry's figures are figures, not goals
+    assert report.count("Not run in this invocation (`--only`).") == 4
     for version in ("Python", "aiohttp", "httpx", "redis-py", "asyncsdk"):
         assert f"| {version} |" in report or f"| {version}" in report
 
@@ -70,7 +80,7 @@ def test_an_update_replaces_the_sections_run_and_keeps_the_others(tmp_path: Path
     out = tmp_path / "RESULTS.md"
     before = (ROOT / "benchmarks" / "RESULTS.md").read_text()
     out.write_text(before)
-    command = [sys.executable, "-m", "benchmarks", "--quick", "--only", "registry", "--update"]
+    command = [sys.executable, "-m", "benchmarks", "--quick", "--only", "upload", "--update"]
     for _ in range(2):
         completed = subprocess.run(
             [*command, "--out", str(out)],
@@ -82,13 +92,17 @@ def test_an_update_replaces_the_sections_run_and_keeps_the_others(tmp_path: Path
         )
         assert completed.returncode == 0, completed.stdout + completed.stderr
     after = out.read_text()
-    assert after.count("Section(s) registry run again alone with `") == 1, "one note, the last"
+    assert after.count("Section(s) upload run again alone with `") == 1, "one note, the last"
     for kept in ("## Machine", "## 1. Client", "## 3. Receiver", "## 6. Metrics and tracing"):
         assert _block(after, kept) == _block(before, kept), f"{kept!r} changed"
     goals_before, goals_after = _block(before, "## Goals"), _block(after, "## Goals")
     assert [row for row in goals_after.splitlines() if row.startswith("| client |")] == [
         row for row in goals_before.splitlines() if row.startswith("| client |")
     ]
-    registry_rows = [row for row in goals_after.splitlines() if row.startswith("| registry |")]
-    assert len(registry_rows) == 3
-    assert _block(after, "## 4. Registry") != _block(before, "## 4. Registry")
+    upload_rows = [row for row in goals_after.splitlines() if row.startswith("| upload |")]
+    assert [row.split("|")[2] for row in upload_rows] == [
+        " 1 x 128 MiB (sdk-raised-limit): peak RSS growth <= 8 MiB ",
+        " 20 x 1 MiB (sdk): peak RSS growth <= 8 MiB ",
+        " 1 x 16 MiB (sdk): peak RSS growth <= 8 MiB ",
+    ], "the quick run's rows replace the full run's"
+    assert _block(after, "## 2. Upload") != _block(before, "## 2. Upload")
