@@ -158,6 +158,7 @@ __all__ = [
     "Ignored",
     "Inbox",
     "InboxEntry",
+    "InboxEvent",
     "InboxStats",
     "InspectableInbox",
     "OrdersAPI",
@@ -172,13 +173,39 @@ __all__ = [
 ]
 
 StoredEvent = ProcessCompleted | WebhookEvent
-"""What an inbox stores: the service's ``process.completed`` event, or any sender's event."""
+"""What an inbox stores: the service's ``process.completed`` event, or any sender's event.
+Each is an :class:`InboxEvent`: the receiver and the inbox ask it what they need to know, never
+which of the two it is."""
 
 DEFAULT_CLAIM_TIMEOUT: Final = 60.0
 """Seconds after which an unextended claim counts as abandoned (crashed consumer)."""
 
 DEFAULT_DEDUP_RETENTION: Final = 7 * 24 * 3600.0
 """Seconds a finished event's dedup key is kept after its ack (the sender's retry horizon)."""
+
+
+class InboxEvent(Protocol):
+    """What an inbox and its receiver ask of an event they store: each value answers for itself
+    (:class:`~asyncsdk.ProcessCompleted`, :class:`~webhooks.WebhookEvent`)."""
+
+    @property
+    def dedup_key(self) -> tuple[str, ...]:
+        """The identity of a delivery: the key ``put`` claims."""
+        ...
+
+    def storage_fields(self) -> dict[str, object]:
+        """The JSON object the inbox stores (:func:`~webhooks._codec.encode_event`)."""
+        ...
+
+    def describe(self) -> dict[str, str]:
+        """What an operator reads of it, by name, in a new dict (listings; logs and spans take
+        part of it)."""
+        ...
+
+    @property
+    def summary(self) -> str:
+        """The event in a log line: ``process p-1 (done)``, ``message msg_1 (invoice.paid)``."""
+        ...
 
 
 @attrs.frozen(kw_only=True)
