@@ -1,16 +1,19 @@
 """The contracts between the receiver and what it is given: inbox, verifier, client, sink.
 
-The inbox, the result sink and the fetch-back client are protocols; a verifier's input and the
-parser's verdicts are plain values.  Nothing here does I/O.  What operators ask of an inbox
-(:class:`InspectableInbox`: ``stats()`` and ``purge``, beside the contract's ``dead_letters`` and
-``replay``; ``asyncsdk inbox stats|dead|replay|purge`` runs them) closes the module.
+The inbox, the events it stores, the result sink and the fetch-back client are protocols; a
+verifier's input and the parser's verdicts are plain values.  Nothing here does I/O.  What
+operators ask of an inbox (:class:`InspectableInbox`: ``stats()`` and ``purge``, beside the
+contract's ``dead_letters`` and ``replay``; ``asyncsdk inbox stats|dead|replay|purge`` runs
+them) closes the module.
 
 Inbox contract (every backend: Memory, SQLite, Redis Streams, PostgreSQL)
 ==========================================================================
 
 An inbox holds accepted events until a worker has finished with them: the service's
 ``process.completed`` events, or the :class:`~webhooks.WebhookEvent` of any other sender
-(:data:`StoredEvent`; an inbox stores either, one receiver's kind in practice).
+(:data:`StoredEvent`; an inbox stores either, one receiver's kind in practice).  Each is an
+:class:`InboxEvent`: it gives its own dedup key and the fields it is stored as, so an inbox
+never asks which of the two it holds.
 
 ``put(event, raw)``
     One atomic step that both *claims the dedup key* ``event.dedup_key`` ((event, process_id,
