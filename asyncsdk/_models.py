@@ -1,9 +1,12 @@
 """Typed, frozen models of every resource and response of the service.
 
 Models hold values only: no I/O, no (de)serialisation.  Decoding from the wire lives in
-``_protocol/convert.py``.  Server-controlled values (statuses, roles, slugs) are plain ``str``; the
-known values are constants on the small namespaces below, never closed enums, so a value the
-service adds tomorrow still parses.
+``_protocol/convert.py``.  The one thing a model gives beyond its fields is what
+:class:`ProcessCompleted` tells a webhook inbox, which stores and shows it: its fields as plain
+values, its names for an operator, a one-line summary (no text format: the inbox encodes them).
+Server-controlled values (statuses, roles, slugs) are plain ``str``; the known values are
+constants on the small namespaces below, never closed enums, so a value the service adds
+tomorrow still parses.
 """
 
 from __future__ import annotations
@@ -279,6 +282,37 @@ class ProcessCompleted:
     def succeeded(self) -> bool:
         """Whether the process finished ``done`` (not ``failed``)."""
         return self.status == ProcessStatus.DONE
+
+    def storage_fields(self) -> dict[str, object]:
+        """What a webhook inbox stores of the event: every field by its own name, as JSON values
+        (``final_assets`` a list of objects), which :func:`asyncsdk.structure` reads back."""
+        return {
+            "event": self.event,
+            "process_id": self.process_id,
+            "order_id": self.order_id,
+            "tool": self.tool,
+            "status": self.status,
+            "final_assets": [
+                {
+                    "asset_id": asset.asset_id,
+                    "src": asset.src,
+                    "thumbnail_src": asset.thumbnail_src,
+                    "asset_type": asset.asset_type,
+                    "asset_role": asset.asset_role,
+                }
+                for asset in self.final_assets
+            ],
+        }
+
+    def describe(self) -> dict[str, str]:
+        """What an operator reads of the event, by name: ``process_id``, ``status`` and
+        ``tool`` (``asyncsdk inbox dead`` lists them; logs and spans carry the process id)."""
+        return {"process_id": self.process_id, "status": self.status, "tool": self.tool}
+
+    @property
+    def summary(self) -> str:
+        """The event in a log line: ``process p-1 (done)``."""
+        return f"process {self.process_id} ({self.status})"
 
 
 @attrs.frozen(kw_only=True)

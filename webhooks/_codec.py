@@ -1,13 +1,15 @@
 """The storage form of an event: one codec every durable inbox and the Redis registry use.
 
-Two event values are stored (:data:`StoredEvent`).  A ``process.completed`` event is compact JSON
-with the model's own field names, read back with the client's converter
+Two event values are stored (:data:`StoredEvent`); each gives the fields it is stored as
+(:meth:`~webhooks._contract.InboxEvent.storage_fields`), which are written as compact JSON.  A
+``process.completed`` event is its model's own field names, read back with the client's converter
 (:func:`asyncsdk.structure`); its dedup key is the JSON array ``[event, process_id, status]``.
 Both texts are the ones earlier versions wrote, so entries stored by them read back unchanged.
 A :class:`~webhooks.WebhookEvent` of any other sender is ``{"webhook":{"id":...,"type":...,
 "timestamp":...}}``: its ``data`` is read again from the entry's raw body, which the inbox keeps
 anyway; its dedup key is ``["webhook", id]``.  The ``"webhook"`` member, which a
-``process.completed`` form never has, tells the two apart when they are read back.
+``process.completed`` form never has, tells the two apart when they are read back: the stored
+text's head, not the class of a value, decides what :func:`decode_event` builds.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from asyncsdk import ProcessCompleted, structure
-from webhooks._contract import InboxEntry, StoredEvent
-from webhooks._events import WebhookEvent, payload_data
+from webhooks._contract import InboxEntry, InboxEvent, StoredEvent
+from webhooks._events import STORAGE_MEMBER, WebhookEvent, payload_data
 
 __all__ = [
     "claimed_entry",
@@ -31,48 +33,26 @@ __all__ = [
 
 _ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 """Compact JSON, non-ASCII characters kept: the text earlier versions stored."""
-_WEBHOOK_HEADS: Final = ('{"webhook":', b'{"webhook":')
+_WEBHOOK_HEAD: Final = f'{{"{STORAGE_MEMBER}":'
+_WEBHOOK_HEADS: Final = (_WEBHOOK_HEAD, _WEBHOOK_HEAD.encode())
 """How a stored generic event begins, as text and as bytes (a stored form comes as either)."""
 
 
-def dedup_key_text(event: StoredEvent) -> str:
+def dedup_key_text(event: InboxEvent) -> str:
     """The dedup key as one unambiguous string (a JSON array), for use as a storage key."""
     return _ENCODER.encode(event.dedup_key)
 
 
-def encode_event(event: StoredEvent) -> bytes:
-    """The storage form of an event (compact JSON)."""
-    # The one place the two stored values are told apart on the way in (a closed union of two
-    # frozen values, not a dispatch over implementations): each has its own form.
-    if isinstance(event, WebhookEvent):
-        fields = {"id": event.id, "type": event.type, "timestamp": event.timestamp}
-        return _ENCODER.encode({"webhook": fields}).encode()
-    return _ENCODER.encode(
-        {
-            "event": event.event,
-            "process_id": event.process_id,
-            "order_id": event.order_id,
-            "tool": event.tool,
-            "status": event.status,
-            "final_assets": [
-                {
-                    "asset_id": asset.asset_id,
-                    "src": asset.src,
-                    "thumbnail_src": asset.thumbnail_src,
-                    "asset_type": asset.asset_type,
-                    "asset_role": asset.asset_role,
-                }
-                for asset in event.final_assets
-            ],
-        }
-    ).encode()
+def encode_event(event: InboxEvent) -> bytes:
+    """The storage form of an event (compact JSON of its :meth:`~InboxEvent.storage_fields`)."""
+    return _ENCODER.encode(event.storage_fields()).encode()
 
 
 def decode_event(data: bytes | str, raw: bytes = b"") -> StoredEvent:
     """Inverse of :func:`encode_event`; ``raw`` is the entry's body (a generic event's ``data``
     is read from it)."""
     if data[: len(_WEBHOOK_HEADS[0])] in _WEBHOOK_HEADS:
-        fields = json.loads(data)["webhook"]
+        fields = json.loads(data)[STORAGE_MEMBER]
         return WebhookEvent(
             id=fields["id"],
             type=fields["type"],

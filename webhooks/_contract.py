@@ -1,16 +1,19 @@
 """The contracts between the receiver and what it is given: inbox, verifier, client, sink.
 
-The inbox, the result sink and the fetch-back client are protocols; a verifier's input and the
-parser's verdicts are plain values.  Nothing here does I/O.  What operators ask of an inbox
-(:class:`InspectableInbox`: ``stats()`` and ``purge``, beside the contract's ``dead_letters`` and
-``replay``; ``asyncsdk inbox stats|dead|replay|purge`` runs them) closes the module.
+The inbox, the events it stores, the result sink and the fetch-back client are protocols; a
+verifier's input and the parser's verdicts are plain values.  Nothing here does I/O.  What
+operators ask of an inbox (:class:`InspectableInbox`: ``stats()`` and ``purge``, beside the
+contract's ``dead_letters`` and ``replay``; ``asyncsdk inbox stats|dead|replay|purge`` runs
+them) closes the module.
 
 Inbox contract (every backend: Memory, SQLite, Redis Streams, PostgreSQL)
 ==========================================================================
 
 An inbox holds accepted events until a worker has finished with them: the service's
 ``process.completed`` events, or the :class:`~webhooks.WebhookEvent` of any other sender
-(:data:`StoredEvent`; an inbox stores either, one receiver's kind in practice).
+(:data:`StoredEvent`; an inbox stores either, one receiver's kind in practice).  Each is an
+:class:`InboxEvent`: it gives its own dedup key and the fields it is stored as, so an inbox
+never asks which of the two it holds.
 
 ``put(event, raw)``
     One atomic step that both *claims the dedup key* ``event.dedup_key`` ((event, process_id,
@@ -158,6 +161,7 @@ __all__ = [
     "Ignored",
     "Inbox",
     "InboxEntry",
+    "InboxEvent",
     "InboxStats",
     "InspectableInbox",
     "OrdersAPI",
@@ -172,13 +176,39 @@ __all__ = [
 ]
 
 StoredEvent = ProcessCompleted | WebhookEvent
-"""What an inbox stores: the service's ``process.completed`` event, or any sender's event."""
+"""What an inbox stores: the service's ``process.completed`` event, or any sender's event.
+Each is an :class:`InboxEvent`: the receiver and the inbox ask it what they need to know, never
+which of the two it is."""
 
 DEFAULT_CLAIM_TIMEOUT: Final = 60.0
 """Seconds after which an unextended claim counts as abandoned (crashed consumer)."""
 
 DEFAULT_DEDUP_RETENTION: Final = 7 * 24 * 3600.0
 """Seconds a finished event's dedup key is kept after its ack (the sender's retry horizon)."""
+
+
+class InboxEvent(Protocol):
+    """What an inbox and its receiver ask of an event they store: each value answers for itself
+    (:class:`~asyncsdk.ProcessCompleted`, :class:`~webhooks.WebhookEvent`)."""
+
+    @property
+    def dedup_key(self) -> tuple[str, ...]:
+        """The identity of a delivery: the key ``put`` claims."""
+        ...
+
+    def storage_fields(self) -> dict[str, object]:
+        """The JSON object the inbox stores (:func:`~webhooks._codec.encode_event`)."""
+        ...
+
+    def describe(self) -> dict[str, str]:
+        """What an operator reads of it, by name, in a new dict (listings; logs and spans take
+        part of it)."""
+        ...
+
+    @property
+    def summary(self) -> str:
+        """The event in a log line: ``process p-1 (done)``, ``message msg_1 (invoice.paid)``."""
+        ...
 
 
 @attrs.frozen(kw_only=True)

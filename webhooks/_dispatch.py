@@ -7,6 +7,11 @@ yet (within this process); after ``max_attempts`` hand-outs: dead letter.  Each 
 settles the entry is tried again while the store cannot be reached (:mod:`webhooks._settle`),
 the entry held meanwhile.  The pool hands the dispatcher three callbacks, so this module never
 imports the pool.
+
+The dispatcher is generic over the receiver's event kind; the steps only the service's
+``process.completed`` events take (fetch-back, the result sink) are :class:`ServiceSteps`, which
+:class:`~webhooks.WebhookReceiver` hands it as its :class:`BeforeHandlers`, typed on
+:class:`~asyncsdk.ProcessCompleted`: no event is asked which kind it is.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeVar, cast
 
 import attrs
 
@@ -38,7 +43,6 @@ from webhooks._contract import (
     StoredEvent,
 )
 from webhooks._errors import InboxUnavailableError
-from webhooks._events import WebhookEvent
 from webhooks._fetchback import (
     Confirmed,
     Forged,
@@ -53,10 +57,12 @@ from webhooks._settle import until_stored
 
 __all__ = [
     "AtomicHandler",
+    "BeforeHandlers",
     "Dispatcher",
     "Handler",
     "HandlerSpec",
     "RetryPolicy",
+    "ServiceSteps",
     "names",
     "stopped_from_outside",
 ]
@@ -64,6 +70,7 @@ __all__ = [
 logger = logging.getLogger("webhooks")
 
 T = TypeVar("T")
+E = TypeVar("E", bound=StoredEvent)
 
 Handler = Callable[[ProcessCompleted], Awaitable[None]]
 AtomicHandler = Callable[[ProcessCompleted, Any], Awaitable[None]]
@@ -144,14 +151,6 @@ def names(value: str | Iterable[str] | None, what: str) -> frozenset[str] | None
     return names
 
 
-def _service_event(event: StoredEvent) -> ProcessCompleted:
-    """A ``process.completed`` event, for the steps only the service's events take (fetch-back
-    and the result sink, which only the service's receiver is given)."""
-    if isinstance(event, WebhookEvent):
-        raise TypeError(f"fetch-back and result sinks take process.completed events, not {event}")
-    return event
-
-
 def _info(entry: InboxEntry) -> DeliveryInfo:
     return DeliveryInfo(
         entry_id=entry.id,
@@ -167,8 +166,16 @@ def _matching(
     return [(index, spec) for index, spec in enumerate(handlers) if spec.matches(event)]
 
 
+class BeforeHandlers(Protocol[E]):
+    """What the events of one kind take between the claim and the handlers, typed on that kind:
+    the event the handlers get, or ``None`` when the step settled the entry itself (through
+    ``run``'s ``settle``, ``fail`` and ``dead_letter``)."""
+
+    async def __call__(self, run: Dispatcher[E], entry: InboxEntry, event: E) -> E | None: ...
+
+
 @attrs.define(kw_only=True, eq=False)
-class Dispatcher:
+class Dispatcher(Generic[E]):
     """Runs claimed entries; ``ack_soon``, ``settled`` and ``stored`` tell the pool what became
     of them (queued for the acker; finished otherwise; a new entry was stored)."""
 
@@ -181,9 +188,9 @@ class Dispatcher:
     stored: Callable[[], None]
     handler_timeout: float = 60.0
     retry: RetryPolicy = attrs.field(factory=RetryPolicy)
-    sink: ResultSink | None = None
-    client: ProcessClient | None = None
-    fetch_timeout: float = 30.0
+    before: BeforeHandlers[E] | None = None
+    """What the events of the receiver's kind take before their handlers (the service's:
+    :class:`ServiceSteps`)."""
     telemetry: ReceiverTelemetry = NO_RECEIVER_TELEMETRY
     _done: dict[str, set[int]] = attrs.field(factory=dict, init=False)
     """Handlers that succeeded, by entry, until the entry is acked (a replayed dead letter skips
@@ -203,35 +210,26 @@ class Dispatcher:
             self._done.pop(entry_id, None)
 
     async def run(self, entry: InboxEntry) -> None:
-        """Fetch-back, the sink and the handlers for one claimed entry; then ack, retry or park."""
-        nested = bool(self.handlers) or self.sink is not None or self.client is not None
+        """The steps before the handlers (the service's: fetch-back, the sink), then the
+        handlers, for one claimed entry; then ack, retry or park."""
+        nested = bool(self.handlers) or self.before is not None
         with self.telemetry.dispatch(entry, nested=nested):
             await self._run(entry)
 
     async def _run(self, entry: InboxEntry) -> None:
-        event = entry.event
-        if self.client is not None:
-            delivered = claimed_event(_service_event(event))
-            if delivered is not None:
-                await self._confirm_claim(entry, delivered)
-                return
-            confirmed = await self._fetch_back(entry)
-            if confirmed is None:
-                return
-            event = confirmed
-        if self.sink is not None:
-            try:
-                async with asyncio.timeout(self.handler_timeout):
-                    await self.sink.resolve(_service_event(event))
-            except (Exception, asyncio.CancelledError) as exc:
-                if not a_failure(exc):
-                    raise
-                await self._fail(entry, f"result sink failed: {exc!r}")
-                return
+        # Typed as the receiver's kind, which is all it stores.  (An entry of another kind, in an
+        # inbox shared with another kind's receiver, fails where it is first read as this kind,
+        # before its handlers or in their match, and is retried and dead-lettered.)
+        event = cast(E, entry.event)
+        if self.before is not None:
+            handed_on = await self.before(self, entry, event)
+            if handed_on is None:
+                return  # settled there
+            event = handed_on
         try:
             matching = _matching(self.handlers, event)
         except Exception as exc:  # an entry of another kind than the handlers' (a shared inbox)
-            await self._fail(entry, f"no handler can take this event: {exc!r}")
+            await self.fail(entry, f"no handler can take this event: {exc!r}")
             return
         done = self._done.get(entry.id, _NONE_DONE)
         errors: list[str] = []
@@ -268,7 +266,7 @@ class Dispatcher:
                 else:
                     self._note_done(entry.id, index)
         if errors:
-            await self._fail(entry, "; ".join(errors))
+            await self.fail(entry, "; ".join(errors))
             return
         if writes:
             inbox = self._atomic_inbox()
@@ -281,7 +279,7 @@ class Dispatcher:
 
             # Tried again while the store cannot be reached: a try whose outcome is unknown
             # either committed (the next finds the entry acked and applies nothing) or did not.
-            if not await self._settle(apply, "applying the writes and the ack of", entry):
+            if not await self.settle(apply, "applying the writes and the ack of", entry):
                 if tries > 1:
                     logger.warning(
                         "webhook entry %s: its writes and ack were applied by a try whose answer"
@@ -307,7 +305,7 @@ class Dispatcher:
             logger.debug("webhook for %s handled", described(event), extra=log_fields(event))
         self.ack_soon(entry.id)  # the handlers that succeeded stay noted until the ack is done
 
-    async def _settle(self, write: Callable[[], Awaitable[T]], what: str, entry: InboxEntry) -> T:
+    async def settle(self, write: Callable[[], Awaitable[T]], what: str, entry: InboxEntry) -> T:
         """``write()``, tried again while the store cannot be reached; the entry stays held (in
         the pool's running entries, its claim renewed) until it is done."""
         return await until_stored(
@@ -319,7 +317,71 @@ class Dispatcher:
             raise TypeError(f"{self.inbox!r} cannot apply writes with the ack")
         return self.inbox
 
-    async def _confirm_claim(self, entry: InboxEntry, delivered: ProcessCompleted) -> None:
+    async def fail(self, entry: InboxEntry, error: str) -> None:
+        self.metrics.failed += 1
+        if entry.attempts >= self.retry.max_attempts:
+            await self.dead_letter(entry, error)
+            return
+        later = functools.partial(
+            self.inbox.retry_later, entry.id, error, self.retry.delay(entry.attempts)
+        )
+        await self.settle(later, "releasing", entry)
+        self.metrics.retried += 1
+
+    async def dead_letter(self, entry: InboxEntry, error: str) -> None:
+        logger.error(
+            "webhook for %s dead-lettered after %d attempt(s): %s",
+            described(entry.event),
+            entry.attempts,
+            error,
+            extra=log_fields(entry.event),
+        )
+        park = functools.partial(self.inbox.dead_letter, entry.id, error)
+        await self.settle(park, "dead-lettering", entry)
+        self.metrics.dead_lettered += 1
+        self.settled()
+
+
+@attrs.frozen(kw_only=True)
+class ServiceSteps:
+    """What the service's ``process.completed`` events take before their handlers: fetch-back
+    with ``client`` (the delivery checked against its order, then against its process; handlers
+    get the API's answer), then the result sink (``sink.resolve``, under the handler timeout).
+
+    :class:`~webhooks.WebhookReceiver` gives them to its pool, typed on the events they take.
+    """
+
+    client: ProcessClient | None = None
+    sink: ResultSink | None = None
+    fetch_timeout: float = 30.0
+
+    async def __call__(
+        self, run: Dispatcher[ProcessCompleted], entry: InboxEntry, event: ProcessCompleted
+    ) -> ProcessCompleted | None:
+        """The event the handlers get, or ``None`` when the entry was settled here."""
+        if self.client is not None:
+            delivered = claimed_event(event)
+            if delivered is not None:
+                await self._confirm_claim(run, entry, delivered)
+                return None
+            confirmed = await self._fetch_back(run, entry, event)
+            if confirmed is None:
+                return None
+            event = confirmed
+        if self.sink is not None:
+            try:
+                async with asyncio.timeout(run.handler_timeout):
+                    await self.sink.resolve(event)
+            except (Exception, asyncio.CancelledError) as exc:
+                if not a_failure(exc):
+                    raise
+                await run.fail(entry, f"result sink failed: {exc!r}")
+                return None
+        return event
+
+    async def _confirm_claim(
+        self, run: Dispatcher[ProcessCompleted], entry: InboxEntry, delivered: ProcessCompleted
+    ) -> None:
         """Check an unconfirmed delivery against its order, and store what the API confirms
         under the event's own dedup key (a no-op if it is already held); settle the delivery."""
         assert self.client is not None
@@ -333,18 +395,24 @@ class Dispatcher:
         except (Exception, asyncio.CancelledError) as exc:
             if not a_failure(exc):
                 raise
-            await self._fail(entry, f"fetch-back failed: {exc!r}")
+            await run.fail(entry, f"fetch-back failed: {exc!r}")
             return
         else:
             verdict = confirm_in_order(delivered, order)
         if isinstance(verdict, Forged):
-            await self._drop_forged(entry, delivered, verdict.reason)
+            await self._drop_forged(run, entry, delivered, verdict.reason)
         elif isinstance(verdict, NotFinished):
-            await self._not_finished(entry, delivered, verdict)
+            await self._not_finished(run, entry, delivered, verdict)
         else:
-            await self._store_confirmed(entry, delivered, verdict)
+            await self._store_confirmed(run, entry, delivered, verdict)
 
-    async def _drop_forged(self, entry: InboxEntry, delivered: ProcessCompleted, why: str) -> None:
+    async def _drop_forged(
+        self,
+        run: Dispatcher[ProcessCompleted],
+        entry: InboxEntry,
+        delivered: ProcessCompleted,
+        why: str,
+    ) -> None:
         """Settle a delivery the API does not confirm: no handler sees it."""
         logger.warning(
             "webhook for process %r dropped as forged: %s",
@@ -352,12 +420,16 @@ class Dispatcher:
             why,
             extra=log_fields(delivered),
         )
-        self.metrics.forged += 1
-        await self._settle(functools.partial(self.inbox.ack, entry.id), "acking", entry)
-        self.settled()
+        run.metrics.forged += 1
+        await run.settle(functools.partial(run.inbox.ack, entry.id), "acking", entry)
+        run.settled()
 
     async def _store_confirmed(
-        self, entry: InboxEntry, delivered: ProcessCompleted, verdict: Confirmed
+        self,
+        run: Dispatcher[ProcessCompleted],
+        entry: InboxEntry,
+        delivered: ProcessCompleted,
+        verdict: Confirmed,
     ) -> None:
         """Store the event the API confirms under its own dedup key (a no-op if it is held
         already; a worker then handles it), and settle the delivery."""
@@ -369,74 +441,55 @@ class Dispatcher:
                 verdict.event.status,
                 extra=log_fields(delivered),
             )
-            self.metrics.rewritten += 1
-        put = functools.partial(self.inbox.put, verdict.event, entry.raw)
-        if await self._settle(put, "storing the confirmed event of", entry):
-            self.stored()
-        await self._settle(functools.partial(self.inbox.ack, entry.id), "acking", entry)
-        self.settled()
+            run.metrics.rewritten += 1
+        put = functools.partial(run.inbox.put, verdict.event, entry.raw)
+        if await run.settle(put, "storing the confirmed event of", entry):
+            run.stored()
+        await run.settle(functools.partial(run.inbox.ack, entry.id), "acking", entry)
+        run.settled()
 
     async def _not_finished(
-        self, entry: InboxEntry, delivered: ProcessCompleted, verdict: NotFinished
+        self,
+        run: Dispatcher[ProcessCompleted],
+        entry: InboxEntry,
+        delivered: ProcessCompleted,
+        verdict: NotFinished,
     ) -> None:
         age = time.time() - entry.received_at
         error = f"the API says process {delivered.process_id} is still {verdict.status!r}"
-        if age > self.retry.not_finished_max_age:
-            await self._dead_letter(entry, error)
+        if age > run.retry.not_finished_max_age:
+            await run.dead_letter(entry, error)
         else:
             later = functools.partial(
-                self.inbox.retry_later, entry.id, error, self.retry.not_finished_delay
+                run.inbox.retry_later, entry.id, error, run.retry.not_finished_delay
             )
-            await self._settle(later, "releasing", entry)
-            self.metrics.retried += 1
+            await run.settle(later, "releasing", entry)
+            run.metrics.retried += 1
 
-    async def _fetch_back(self, entry: InboxEntry) -> ProcessCompleted | None:
+    async def _fetch_back(
+        self, run: Dispatcher[ProcessCompleted], entry: InboxEntry, delivered: ProcessCompleted
+    ) -> ProcessCompleted | None:
         """The API's view of the event, or ``None`` when the entry was settled here."""
         assert self.client is not None
-        delivered = _service_event(entry.event)
         try:
             async with asyncio.timeout(self.fetch_timeout):
                 process = await self.client.processes.get(delivered.process_id)
         except _UNKNOWN_TO_THE_API as exc:
             why = f"no process {delivered.process_id!r} (the API answered {exc.status})"
-            await self._drop_forged(entry, delivered, why)
+            await self._drop_forged(run, entry, delivered, why)
             return None
         except (Exception, asyncio.CancelledError) as exc:
             if not a_failure(exc):
                 raise
-            await self._fail(entry, f"fetch-back failed: {exc!r}")
+            await run.fail(entry, f"fetch-back failed: {exc!r}")
             return None
         verdict = confirm(delivered, process)
         if isinstance(verdict, NotFinished):
-            await self._not_finished(entry, delivered, verdict)
+            await self._not_finished(run, entry, delivered, verdict)
             return None
         if verdict.changed:
             # The delivery claimed another status than the API's: the API's event is stored
             # under its own dedup key, and handled as an entry of its own.
-            await self._store_confirmed(entry, delivered, verdict)
+            await self._store_confirmed(run, entry, delivered, verdict)
             return None
         return verdict.event
-
-    async def _fail(self, entry: InboxEntry, error: str) -> None:
-        self.metrics.failed += 1
-        if entry.attempts >= self.retry.max_attempts:
-            await self._dead_letter(entry, error)
-            return
-        later = functools.partial(
-            self.inbox.retry_later, entry.id, error, self.retry.delay(entry.attempts)
-        )
-        await self._settle(later, "releasing", entry)
-        self.metrics.retried += 1
-
-    async def _dead_letter(self, entry: InboxEntry, error: str) -> None:
-        logger.error(
-            "webhook for %s dead-lettered after %d attempt(s): %s",
-            described(entry.event),
-            entry.attempts,
-            error,
-            extra=log_fields(entry.event),
-        )
-        park = functools.partial(self.inbox.dead_letter, entry.id, error)
-        await self._settle(park, "dead-lettering", entry)
-        self.metrics.dead_lettered += 1
-        self.settled()

@@ -7,11 +7,14 @@ from typing import Any, Final
 
 import attrs
 
-__all__ = ["DEDUP_NAMESPACE", "WebhookEvent", "payload_data"]
+__all__ = ["DEDUP_NAMESPACE", "STORAGE_MEMBER", "WebhookEvent", "payload_data"]
 
 DEDUP_NAMESPACE: Final = "webhook"
 """The first element of a generic event's dedup key: its keys never equal a
 ``process.completed`` key, which has three elements."""
+STORAGE_MEMBER: Final = "webhook"
+"""The one member of a generic event's storage form, which a ``process.completed`` form never
+has: the codec tells the two apart by it when it reads an entry back."""
 
 
 def payload_data(payload: Any) -> Any:
@@ -52,3 +55,18 @@ class WebhookEvent:
     def dedup_key(self) -> tuple[str, str]:
         """``("webhook", id)``: a delivery's identity is the sender's message id."""
         return (DEDUP_NAMESPACE, self.id)
+
+    def storage_fields(self) -> dict[str, object]:
+        """What an inbox stores of the event: ``{"webhook": {"id", "type", "timestamp"}}``;
+        :attr:`data` is read again from :attr:`raw`, which the inbox keeps anyway."""
+        return {STORAGE_MEMBER: {"id": self.id, "type": self.type, "timestamp": self.timestamp}}
+
+    def describe(self) -> dict[str, str]:
+        """What an operator reads of the event, by name: ``message_id`` (:attr:`id`) and
+        ``type`` (``asyncsdk inbox dead`` lists them; logs carry both, spans the type)."""
+        return {"message_id": self.id, "type": self.type}
+
+    @property
+    def summary(self) -> str:
+        """The event in a log line: ``message msg_1 (invoice.paid)``."""
+        return f"message {self.id} ({self.type})"

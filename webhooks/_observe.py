@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from asyncsdk import PROCESS_ID_ATTRIBUTE, ConfigurationError
 from asyncsdk.telemetry import load_registry, load_tracer
-from webhooks._contract import InboxEntry, InboxStats, StoredEvent
-from webhooks._events import WebhookEvent
+from webhooks._contract import InboxEntry, InboxEvent, InboxStats
 from webhooks._metrics import BOUNDS, Gauges, Metrics
 
 if TYPE_CHECKING:
@@ -50,44 +49,47 @@ EVENT_ID_ATTRIBUTE: Final = "webhooks.event_id"
 EVENT_TYPE_ATTRIBUTE: Final = "webhooks.event_type"
 
 
-def event_id(event: StoredEvent) -> str:
+#: The names an operator reads (:meth:`~webhooks._contract.InboxEvent.describe`) that spans
+#: carry too, and under which attribute.
+_SPAN_NAMES: Final = {"process_id": PROCESS_ID_ATTRIBUTE, "type": EVENT_TYPE_ATTRIBUTE}
+#: The names a log record leaves to the message: the rest of the line says them.
+_NOT_LOGGED: Final = frozenset(("status", "tool"))
+
+
+def event_id(event: InboxEvent) -> str:
     """The id of an event in logs and spans: ``process.completed:<process id>:<status>``, or
     ``webhook:<message id>``."""
     return ":".join(event.dedup_key)
 
 
-def describe_event(event: StoredEvent) -> dict[str, str]:
+def describe_event(event: InboxEvent) -> dict[str, str]:
     """What an operator reads of an event, by name: ``process_id``, ``status`` and ``tool`` of a
-    ``process.completed`` event; ``message_id`` and ``type`` of another sender's."""
-    # The stored union opened for people (logs, spans, listings), as the codec opens it for
-    # storage: each value has its own names.
-    if isinstance(event, WebhookEvent):
-        return {"message_id": event.id, "type": event.type}
-    return {"process_id": event.process_id, "status": event.status, "tool": event.tool}
+    ``process.completed`` event; ``message_id`` and ``type`` of another sender's (the event's
+    own ``describe()``)."""
+    return event.describe()
 
 
-def described(event: StoredEvent) -> str:
+def described(event: InboxEvent) -> str:
     """The event in a log line: ``process p-1 (done)``, ``message msg_1 (invoice.paid)``."""
-    if isinstance(event, WebhookEvent):
-        return f"message {event.id} ({event.type})"
-    return f"process {event.process_id} ({event.status})"
+    return event.summary
 
 
-def log_fields(event: StoredEvent) -> dict[str, str]:
+def log_fields(event: InboxEvent) -> dict[str, str]:
     """The ``extra`` of a log record about ``event``: its process id (or message id and type)
     and its event id."""
-    fields = describe_event(event)
-    fields.pop("tool", None)
-    fields.pop("status", None)
+    fields = {name: value for name, value in event.describe().items() if name not in _NOT_LOGGED}
     fields["event_id"] = event_id(event)
     return fields
 
 
-def span_attributes(event: StoredEvent) -> dict[str, str]:
-    """The attributes every span about ``event`` carries."""
-    if isinstance(event, WebhookEvent):
-        return {EVENT_ID_ATTRIBUTE: event_id(event), EVENT_TYPE_ATTRIBUTE: event.type}
-    return {PROCESS_ID_ATTRIBUTE: event.process_id, EVENT_ID_ATTRIBUTE: event_id(event)}
+def span_attributes(event: InboxEvent) -> dict[str, str]:
+    """The attributes every span about ``event`` carries: its process id (or its type), and
+    its event id."""
+    attributes = {
+        _SPAN_NAMES[name]: value for name, value in event.describe().items() if name in _SPAN_NAMES
+    }
+    attributes[EVENT_ID_ATTRIBUTE] = event_id(event)
+    return attributes
 
 
 @runtime_checkable
@@ -103,7 +105,7 @@ class _Untracked:
 
     __slots__ = ()
 
-    def event(self, event: StoredEvent) -> None:
+    def event(self, event: InboxEvent) -> None:
         pass
 
     def answered(self, status: int) -> None:
@@ -131,7 +133,7 @@ class _Delivery:
         )
         self._recording = self._span.is_recording()
 
-    def event(self, event: StoredEvent) -> None:
+    def event(self, event: InboxEvent) -> None:
         if self._recording:
             self._span.set_attributes(span_attributes(event))
 
@@ -313,14 +315,14 @@ class ReceiverTelemetry:
             return _UNTRACKED
         return _Dispatch(self, self._tracer, entry, nested)
 
-    def handler(self, name: str, event: StoredEvent) -> AbstractContextManager[object]:
+    def handler(self, name: str, event: InboxEvent) -> AbstractContextManager[object]:
         """One handler run: its span and its duration."""
         if self._tracer is None and self._handler_seconds is None:
             return _UNTRACKED
         return self._handler_run(name, event)
 
     @contextmanager
-    def _handler_run(self, name: str, event: StoredEvent) -> Iterator[None]:
+    def _handler_run(self, name: str, event: InboxEvent) -> Iterator[None]:
         span: Span | None = None
         if self._tracer is not None:
             span = self._tracer.start_span(

@@ -28,19 +28,18 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Final
+from typing import Final, Generic, TypeVar
 
 import attrs
 
-from webhooks._contract import (
-    ClaimingInbox,
-    Inbox,
-    InboxEntry,
-    ProcessClient,
-    ResultSink,
-    StoredEvent,
+from webhooks._contract import ClaimingInbox, Inbox, InboxEntry, StoredEvent
+from webhooks._dispatch import (
+    BeforeHandlers,
+    Dispatcher,
+    HandlerSpec,
+    RetryPolicy,
+    stopped_from_outside,
 )
-from webhooks._dispatch import Dispatcher, HandlerSpec, RetryPolicy, stopped_from_outside
 from webhooks._errors import InboxUnavailableError
 from webhooks._metrics import Metrics
 from webhooks._observe import NO_RECEIVER_TELEMETRY, ReceiverTelemetry
@@ -50,6 +49,8 @@ __all__ = ["WorkerPool"]
 
 logger = logging.getLogger("webhooks")
 
+E = TypeVar("E", bound=StoredEvent)
+
 _RELEASE_TIMEOUT: Final = 5.0
 _RENEW_RETRY: Final = 0.5
 """Seconds between tries of a claim renewal that failed."""
@@ -57,8 +58,10 @@ _NOT_STARTED: Final = "the receiver stopped before the entry started"
 
 
 @attrs.define(kw_only=True, eq=False)
-class WorkerPool:
-    """Runs stored events through fetch-back, the result sink and the handlers."""
+class WorkerPool(Generic[E]):
+    """Runs stored events of one kind, ``E``, through what they take before their handlers
+    (``before_handlers``: fetch-back and the result sink for the service's events), then the
+    handlers."""
 
     inbox: Inbox
     handlers: list[HandlerSpec]
@@ -66,9 +69,7 @@ class WorkerPool:
     workers: int = 8
     handler_timeout: float = 60.0
     retry: RetryPolicy = attrs.field(factory=RetryPolicy)
-    sink: ResultSink | None = None
-    client: ProcessClient | None = None
-    fetch_timeout: float = 30.0
+    before_handlers: BeforeHandlers[E] | None = None
     poll_interval: float = 1.0
     consumer: str = attrs.field(factory=lambda: f"webhooks-{uuid.uuid4().hex[:12]}")
     telemetry: ReceiverTelemetry = NO_RECEIVER_TELEMETRY
@@ -92,7 +93,7 @@ class WorkerPool:
     _renewing: bool = attrs.field(default=False, init=False)
     """The heartbeat renews claims: from :meth:`start` until the entries held at :meth:`stop`
     are finished or handed back."""
-    _dispatcher: Dispatcher = attrs.field(init=False)
+    _dispatcher: Dispatcher[E] = attrs.field(init=False)
     _acker: Acker = attrs.field(init=False)
     _size: ClaimSize = attrs.field(init=False)
     _claiming: ClaimingInbox | None = attrs.field(default=None, init=False)
@@ -118,9 +119,7 @@ class WorkerPool:
             stored=self.stored,
             handler_timeout=self.handler_timeout,
             retry=self.retry,
-            sink=self.sink,
-            client=self.client,
-            fetch_timeout=self.fetch_timeout,
+            before=self.before_handlers,
             telemetry=self.telemetry,
         )
 
@@ -145,7 +144,7 @@ class WorkerPool:
         self.backlog += 1
         self._ask_feeder()
 
-    def submit_put(self, event: StoredEvent, raw: bytes) -> asyncio.Future[bool]:
+    def submit_put(self, event: E, raw: bytes) -> asyncio.Future[bool]:
         """Store a delivery, as :meth:`~webhooks.Inbox.submit_put` does.  While a worker is free
         and the inbox is a :class:`~webhooks.ClaimingInbox`, the put also hands the new entry to
         this pool, which queues it for that worker at once: no claim round trip for an event

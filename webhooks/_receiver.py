@@ -54,7 +54,7 @@ from webhooks._contract import (
     StoredEvent,
     Verifier,
 )
-from webhooks._dispatch import HandlerSpec, RetryPolicy, names
+from webhooks._dispatch import BeforeHandlers, HandlerSpec, RetryPolicy, ServiceSteps, names
 from webhooks._events import WebhookEvent
 from webhooks._exposition import metrics_view
 from webhooks._fetchback import unconfirmed
@@ -86,7 +86,9 @@ class ReceiverCore(Generic[E]):
 
     The options are :class:`WebhookReceiver`'s, less those only the service's events have
     (``client``, ``registry``, ``process_filter``, ``fetch_timeout``, ``not_finished_delay``),
-    which its subclass passes as ``admit``, ``stored_form``, ``sink`` and ``client``.
+    which its subclass passes as ``admit``, ``stored_form``, ``before_handlers`` (steps typed on
+    its events: :class:`~webhooks._dispatch.ServiceSteps`) and ``registry`` (started, stopped and
+    counted with the receiver).
     """
 
     def __init__(
@@ -97,8 +99,8 @@ class ReceiverCore(Generic[E]):
         kind: EventKind[E],
         admit: Callable[[E], Awaitable[bool]] | None = None,
         stored_form: Callable[[E], E] | None = None,
-        sink: ResultSink | None = None,
-        client: ProcessClient | None = None,
+        before_handlers: BeforeHandlers[E] | None = None,
+        registry: ResultSink | None = None,
         max_body: int = 256 * 1024,
         read_timeout: float = 4.0,
         put_timeout: float = 4.0,
@@ -111,7 +113,6 @@ class ReceiverCore(Generic[E]):
         drain_timeout: float = 10.0,
         retry_after: int = 5,
         poll_interval: float = 1.0,
-        fetch_timeout: float = 30.0,
         not_finished_delay: float = 15.0,
         metrics_route: bool = False,
         close_inbox: bool = True,
@@ -136,7 +137,6 @@ class ReceiverCore(Generic[E]):
                 "retry_base": retry_base,
                 "retry_cap": retry_cap,
                 "poll_interval": poll_interval,
-                "fetch_timeout": fetch_timeout,
                 "not_finished_delay": not_finished_delay,
             },
             drain_timeout=drain_timeout,
@@ -160,7 +160,7 @@ class ReceiverCore(Generic[E]):
         self.metrics = Metrics()
         self.handlers: list[HandlerSpec] = []
         pool_options: dict[str, Any] = {} if consumer is None else {"consumer": consumer}
-        self._pool = WorkerPool(
+        self._pool: WorkerPool[E] = WorkerPool(
             inbox=inbox,
             handlers=self.handlers,
             metrics=self.metrics,
@@ -172,9 +172,7 @@ class ReceiverCore(Generic[E]):
                 cap=retry_cap,
                 not_finished_delay=not_finished_delay,
             ),
-            sink=sink,
-            client=client,
-            fetch_timeout=float(fetch_timeout),
+            before_handlers=before_handlers,
             poll_interval=float(poll_interval),
             telemetry=self.telemetry,
             **pool_options,
@@ -184,7 +182,7 @@ class ReceiverCore(Generic[E]):
         self._depth = SharedDepth(inbox=inbox, timeout=self.put_timeout)
         self._life = Lifecycle(
             inbox=inbox,
-            registry=sink,
+            registry=registry,
             pool=self._pool,
             depth=self._depth,
             drain_timeout=self.drain_timeout,
@@ -218,7 +216,7 @@ class ReceiverCore(Generic[E]):
                 inbox_full=store.full,
                 in_flight=lambda: self._pool.in_flight,
                 oldest_received_at=self._pool.oldest_received_at,
-                registry=sink,
+                registry=registry,
             )
 
     def __repr__(self) -> str:
@@ -401,6 +399,12 @@ class WebhookReceiver(ReceiverCore[ProcessCompleted]):
         self.client = client
         self.registry = registry
         self.process_filter = process_filter
+        fetch_seconds = require_seconds("fetch_timeout", fetch_timeout, zero_ok=False)
+        service_steps = (
+            None
+            if client is None and registry is None
+            else ServiceSteps(client=client, sink=registry, fetch_timeout=fetch_seconds)
+        )
         super().__init__(
             inbox=inbox,
             verifier=verifier,
@@ -408,8 +412,8 @@ class WebhookReceiver(ReceiverCore[ProcessCompleted]):
             admit=None if process_filter is None else _ProcessAdmission(process_filter),
             # With fetch-back, a delivery is stored unconfirmed, for the workers to check.
             stored_form=None if client is None else unconfirmed,
-            sink=registry,
-            client=client,
+            before_handlers=service_steps,
+            registry=registry,
             max_body=max_body,
             read_timeout=read_timeout,
             put_timeout=put_timeout,
@@ -422,7 +426,6 @@ class WebhookReceiver(ReceiverCore[ProcessCompleted]):
             drain_timeout=drain_timeout,
             retry_after=retry_after,
             poll_interval=poll_interval,
-            fetch_timeout=fetch_timeout,
             not_finished_delay=not_finished_delay,
             metrics_route=metrics_route,
             close_inbox=close_inbox,
@@ -573,7 +576,7 @@ class Lifecycle:
 
     inbox: Inbox
     registry: ResultSink | None
-    pool: WorkerPool
+    pool: WorkerPool[Any]
     depth: SharedDepth
     drain_timeout: float
     close_inbox: bool

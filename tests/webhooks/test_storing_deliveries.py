@@ -35,7 +35,7 @@ from whtools import (
 )
 
 from asyncsdk import ProcessCompleted, ResultAsset
-from webhooks import SQLiteInbox
+from webhooks import SQLiteInbox, WebhookEvent
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -315,3 +315,23 @@ async def test_a_client_hanging_up_mid_persist_loses_nothing_with_handler_cancel
             await cancelled.wait()
         inbox.gate.set()
         await wait_until(lambda: seen.ids == ["p-1"], "the event was stored and handled")
+
+
+async def test_another_senders_event_keeps_its_storage_bytes(db: Path) -> None:
+    event = WebhookEvent(
+        id="msg_ü", type="invoice.paid", timestamp=None, data={"n": 1}, raw=b'{"data":{"n":1}}'
+    )
+    inbox = SQLiteInbox(db)
+    try:
+        assert await inbox.put(event, event.raw)
+        (claimed,) = await inbox.claim_batch("c", 1)
+        assert claimed.event == event
+    finally:
+        await inbox.close()
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        ((data, key),) = conn.execute("SELECT event, dedup_key FROM webhook_inbox").fetchall()
+    # The form files written before hold: the data is read again from the raw body.
+    assert (
+        bytes(data) == '{"webhook":{"id":"msg_ü","type":"invoice.paid","timestamp":null}}'.encode()
+    )
+    assert key == '["webhook","msg_ü"]'
