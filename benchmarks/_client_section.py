@@ -27,7 +27,7 @@ def run_client(plan: Plan) -> Section:
     section = Section("client", "1. Client: processes.create / processes.get")
     results: dict[str, list[dict[str, Any]]] = {impl: [] for impl in IMPLEMENTATIONS}
     with serving("_api:serve") as server:
-        for _ in range(plan.runs):
+        for _ in range(plan.client_runs):
             for impl in IMPLEMENTATIONS:
                 count = plan.httpx_requests if impl == "httpx" else plan.client_requests
                 phases = ["create"] if impl == "sdk-novalidate" else ["create", "get"]
@@ -79,9 +79,9 @@ def run_client(plan: Plan) -> Section:
         )
     section.lines += [
         f"Concurrency {plan.client_concurrency}; each phase times its requests after a warm-up "
-        f"of {plan.client_warmup}; median of {plan.runs} run(s); each implementation runs in a "
-        "fresh process pinned to core 0, the server (aiohttp, canned answers) pinned to core 1; "
-        "rounds interleave the implementations.  CPU = `time.process_time()` of the client "
+        f"of {plan.client_warmup}; median of {plan.client_runs} run(s); each implementation runs "
+        "in a fresh process pinned to core 0, the server (aiohttp, canned answers) pinned to "
+        "core 1; rounds interleave the implementations.  CPU = `time.process_time()` of the client "
         "process per request.  The client validates process requests against the catalogue by "
         "default: the minimal server serves `/api/tools` and the widgets endpoint (the sandbox's "
         "catalogue), which the client fetches once in the warm-up and caches; "

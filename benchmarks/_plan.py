@@ -14,6 +14,11 @@ MIB: Final = 1024 * 1024
 class Plan:
     quick: bool
     runs: int
+    client_runs: int
+    """Rounds of the client section.  Each implementation runs in a fresh process per round, and
+    the same tree's client ran 6,700 to 7,950 creates a second from one process to the next
+    (FINDINGS, "One process to the next"): five rounds keep one or two slow ones from deciding
+    the median."""
     client_requests: int
     httpx_requests: int
     client_concurrency: int = 64
@@ -56,6 +61,7 @@ def make_plan(*, quick: bool, runs: int | None) -> Plan:
         return Plan(
             quick=True,
             runs=runs or 1,
+            client_runs=runs or 1,
             client_requests=2_000,
             httpx_requests=300,
             client_warmup=200,
@@ -78,6 +84,7 @@ def make_plan(*, quick: bool, runs: int | None) -> Plan:
     return Plan(
         quick=False,
         runs=runs or 3,
+        client_runs=runs or 5,
         client_requests=20_000,
         # httpx manages ~200 requests/s at concurrency 64 here: 20,000 would take ~100 s a phase,
         # and its rate is steady after the warm-up, so 1,000 timed requests measure it.
