@@ -135,7 +135,6 @@ def _once(plan: Plan, folder: Path, store: str, run: str) -> dict[str, Any]:
         "_receiver_bench:serve",
         {
             "store": store,
-            "slow_handler": False,
             "workdir": str(server_dir),
             "redis_url": REDIS_URL,
             "prefix": prefix,

@@ -2,10 +2,10 @@
 
 The server child (pinned to the server core) runs one variant: one of the hand-written handlers
 of ``_peers.py`` (bare, or an inbox's work done by hand), or :class:`~webhooks.WebhookReceiver`
-mounted at ``/hooks/`` with a memory, SQLite, Redis or PostgreSQL inbox, with no handler or with
-one that sleeps 30 s.  The load generator (wrk with a Lua script that gives every request its own
-``process_id``, so dedup never short-circuits; else a Python/aiohttp child) runs pinned to the
-client core and measures latency on its side.
+mounted at ``/hooks/`` with a memory, SQLite, Redis or PostgreSQL inbox, with no handler (or, for
+the burst, one that notes each process id).  The load generator (wrk with a Lua script that gives
+every request its own ``process_id``, so dedup never short-circuits; else a Python/aiohttp child)
+runs pinned to the client core and measures latency on its side.
 """
 
 from __future__ import annotations
@@ -116,7 +116,6 @@ async def serve(
     io: ChildIO,
     *,
     store: str,
-    slow_handler: bool,
     workdir: str,
     redis_url: str,
     prefix: str,
@@ -163,12 +162,6 @@ async def serve(
             async def record(event: Any) -> None:
                 seen.add(event.process_id)
                 await asyncio.sleep(0.01)
-
-        if slow_handler:
-
-            @mounted.on_completed()
-            async def slow(event: Any) -> None:
-                await asyncio.sleep(30)
 
         mounted.setup(app, "/hooks/")
         receiver = mounted

@@ -63,7 +63,6 @@ def receiver_once(
     plan: Plan,
     folder: Path,
     store: str,
-    slow: bool,
     connections: int,
     delay_ms: int | None,
     place: Place | None = None,
@@ -84,7 +83,6 @@ def receiver_once(
         "_receiver_bench:serve",
         {
             "store": store,
-            "slow_handler": slow,
             "workdir": str(server_dir),
             "redis_url": REDIS_URL,
             "prefix": prefix,

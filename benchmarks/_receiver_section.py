@@ -37,64 +37,62 @@ from benchmarks._shared import (
     workdir,
 )
 
-Variant = tuple[str, bool]
-"""A server: the store (a peer of ``_peers.py``, or the receiver's inbox), and the 30 s handler
-(which the section's variants do not use; ``benchmarks.sidebyside`` may)."""
-Results = dict[tuple[str, str, bool], list[dict[str, Any]]]
-"""The measurements of each (load label, store, 30 s handler), one per round, in round order."""
+Results = dict[tuple[str, str], list[dict[str, Any]]]
+"""The measurements of each (load label, server), one per round, in round order."""
 
-VARIANTS: Final[tuple[Variant, ...]] = (
-    ("bare", False),
-    ("memory-peer", False),
-    ("sqlite-peer", False),
-    ("redis-peer", False),
-    ("postgres-peer", False),
-    ("memory", False),
-    ("sqlite", False),
-    ("redis", False),
-    ("postgres", False),
+VARIANTS: Final = (
+    "bare",
+    "memory-peer",
+    "sqlite-peer",
+    "redis-peer",
+    "postgres-peer",
+    "memory",
+    "sqlite",
+    "redis",
+    "postgres",
 )
+"""The servers: the bare handler, the hand-written peers of ``_peers.py``, the receivers."""
 DURABLE: Final = ("sqlite", "redis", "postgres")
 """The receivers whose CPU per delivery is held against their peer's (a goal)."""
 REFUSED: Final = "refused: load generator saturated"
 
 
-def _measure(plan: Plan, runnable: Sequence[Variant], loads: Sequence[Load]) -> tuple[Results, str]:
+def _measure(plan: Plan, runnable: Sequence[str], loads: Sequence[Load]) -> tuple[Results, str]:
     """Every runnable variant under every load, ``plan.runs`` rounds (variants interleaved)."""
     results: Results = {}
     generator = "wrk" if which("wrk") else "python"
     with workdir("bench-receiver-") as folder:
         for _ in range(plan.runs):
             for label, connections, delay_ms in loads:
-                for store, slow in runnable:
-                    result = receiver_once(plan, folder, store, slow, connections, delay_ms)
+                for store in runnable:
+                    result = receiver_once(plan, folder, store, connections, delay_ms)
                     generator = result["generator"]
-                    results.setdefault((label, store, slow), []).append(result)
+                    results.setdefault((label, store), []).append(result)
     return results, generator
 
 
-def _median(results: Results, label: str, variant: Variant, key: str) -> float:
-    runs = results.get((label, *variant))
+def _median(results: Results, label: str, store: str, key: str) -> float:
+    runs = results.get((label, store))
     return median([r[key] for r in runs]) if runs else math.nan
 
 
-def _rps_vs_bare(results: Results, label: str, variant: Variant) -> float | None:
+def _rps_vs_bare(results: Results, label: str, store: str) -> float | None:
     """The per-round median of req/s over the bare handler's, from the rounds where neither
     load generator saturated; None (refused) when there is no such round; NaN if not run."""
-    mine = results.get((label, *variant))
+    mine = results.get((label, store))
     if not mine:
         return math.nan
-    pairs = zip(mine, results[(label, "bare", False)], strict=True)
+    pairs = zip(mine, results[(label, "bare")], strict=True)
     kept = [(a, b) for a, b in pairs if not a["saturated"] and not b["saturated"]]
     if not kept:
         return None
     return paired([a["rps"] for a, _ in kept], [b["rps"] for _, b in kept])[0]
 
 
-def _cpu_vs_peer(results: Results, label: str, store: str, slow: bool) -> float:
+def _cpu_vs_peer(results: Results, label: str, store: str) -> float:
     """The per-round median of server CPU per request over the peer's (NaN: not run)."""
-    mine = results.get((label, store, slow))
-    theirs = results.get((label, PEER_OF[store], False))
+    mine = results.get((label, store))
+    theirs = results.get((label, PEER_OF[store]))
     if not mine or not theirs:
         return math.nan
     return paired([r["cpu_us"] for r in mine], [r["cpu_us"] for r in theirs])[0]
@@ -117,17 +115,16 @@ def _handled(runs: Sequence[dict[str, Any]]) -> str:
     return f"{median(shares) * 100:.1f} %" if shares else ""
 
 
-def _row(results: Results, load: Load, variant: Variant, reasons: dict[str, str]) -> list[str]:
+def _row(results: Results, load: Load, store: str, reasons: dict[str, str]) -> list[str]:
     label, connections, delay = load
-    store, slow = variant
-    name = NAMES[store] + (", 30 s handler" if slow else "")
-    runs = results.get((label, *variant))
+    name = NAMES[store]
+    runs = results.get((label, store))
     if not runs:
         return [label, name, "not run: " + reasons.get(backend(store), "?"), *[""] * 10]
-    rps = _median(results, label, variant, "rps")
-    vs_bare = _rps_vs_bare(results, label, variant)
+    rps = _median(results, label, store, "rps")
+    vs_bare = _rps_vs_bare(results, label, store)
     vs_peer = (
-        f"{fmt(_cpu_vs_peer(results, label, store, slow), 2)} ({NAMES[PEER_OF[store]]})"
+        f"{fmt(_cpu_vs_peer(results, label, store), 2)} ({NAMES[PEER_OF[store]]})"
         if store in PEER_OF
         else ""
     )
@@ -136,12 +133,12 @@ def _row(results: Results, load: Load, variant: Variant, reasons: dict[str, str]
         name,
         f"**{fmt(rps)}** ({runs_of([r['rps'] for r in runs])})",
         REFUSED if vs_bare is None else fmt(vs_bare, 2),
-        fmt(_median(results, label, variant, "cpu_us")),
+        fmt(_median(results, label, store, "cpu_us")),
         vs_peer,
-        fmt(_median(results, label, variant, "waits"), 2),
+        fmt(_median(results, label, store, "waits"), 2),
         _shares(runs),
-        fmt(_median(results, label, variant, "p50_us") / 1000, 1),
-        f"**{fmt(_median(results, label, variant, 'p99_us') / 1000, 1)}**",
+        fmt(_median(results, label, store, "p50_us") / 1000, 1),
+        f"**{fmt(_median(results, label, store, 'p99_us') / 1000, 1)}**",
         "" if delay is not None else fmt(connections / rps * 1000, 1),
         _handled(runs),
         str(sum(r["bad"] for r in runs)),
@@ -210,14 +207,14 @@ def run_receiver(plan: Plan) -> Section:
     section = Section("receiver", "3. Receiver: process.completed POSTs")
     problems = {"redis": redis_problem(), "postgres": postgres_problem()}
     reasons = {server: problem for server, problem in problems.items() if problem}
-    runnable = [v for v in VARIANTS if backend(v[0]) not in reasons]
+    runnable = [store for store in VARIANTS if backend(store) not in reasons]
     top, pause = max(plan.receiver_connections), paced_delay(plan)
     loads = [load for load in receiver_loads(plan) if load[2] is None]
     results, generator = _measure(plan, runnable, loads)
-    rows = [_row(results, load, variant, reasons) for load in loads for variant in VARIANTS]
+    rows = [_row(results, load, store, reasons) for load in loads for store in VARIANTS]
     section.lines += [_describe(plan, generator), "", *table(HEADER, rows)]
     section.goals += [_cpu_goal(results, top, store) for store in DURABLE]
-    stores = [store for store, _ in runnable if store in STORES]
+    stores = [store for store in runnable if store in STORES]
     with workdir("bench-burst-") as folder:
         lines, found = burst(plan, folder, stores, reasons)
     section.lines += ["", *lines]
@@ -230,7 +227,7 @@ def run_receiver(plan: Plan) -> Section:
                 plan,
                 folder,
                 [store for store in stores if store != "memory"],
-                lambda store, place: receiver_once(longer, folder, store, False, top, pause, place),
+                lambda store, place: receiver_once(longer, folder, store, top, pause, place),
             ),
         ]
     for server, reason in reasons.items():
@@ -244,8 +241,8 @@ def _cpu_goal(results: Results, top: int, store: str) -> Goal:
     rounds is at or under it."""
     limit, noise = goals.RECEIVER_CPU_VS_PEER, goals.RECEIVER_CPU_NOISE
     label = f"{top} conns, flat out"
-    mine = results.get((label, store, False))
-    theirs = results.get((label, PEER_OF[store], False))
+    mine = results.get((label, store))
+    theirs = results.get((label, PEER_OF[store]))
     title = f"{store}: server CPU/delivery <= {limit} x {NAMES[PEER_OF[store]]}'s @{top}"
     if not mine or not theirs:
         return Goal("receiver", title, "not run", f"<= {limit}", None)

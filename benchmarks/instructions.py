@@ -93,7 +93,6 @@ def count(variant: str, requests: int, folder: Path, packages: Path | None = Non
         "_receiver_bench:serve",
         {
             "store": variant,
-            "slow_handler": False,
             "workdir": str(folder / run),
             "redis_url": REDIS_URL,
             "prefix": prefix,

@@ -176,16 +176,13 @@ def _receiver_round(
     references = ("bare", *(PEER_OF[store] for store in STORES))
     for label, connections, delay in receiver_loads(plan):
         ref = {
-            v: _answered(v, receiver_once(plan, folder, v, False, connections, delay))
-            for v in references
+            v: _answered(v, receiver_once(plan, folder, v, connections, delay)) for v in references
         }
         for tree in _order(n):
             for store in STORES:
                 mine = _answered(
                     f"{store} ({tree})",
-                    receiver_once(
-                        plan, folder, store, False, connections, delay, packages=packages[tree]
-                    ),
+                    receiver_once(plan, folder, store, connections, delay, packages=packages[tree]),
                 )
                 if delay is None:
                     # As the receiver section: a round whose load generator was the limit says

@@ -72,7 +72,6 @@ def receiver(variant: str, requests: int, folder: Path) -> float:
     (folder / run).mkdir()
     job = {
         "store": "memory",
-        "slow_handler": False,
         "workdir": str(folder / run),
         "redis_url": "",
         "prefix": "",
