@@ -21,12 +21,12 @@ from typing import Any, Final
 import attrs
 
 from benchmarks import _plan as goals
-from benchmarks._env import POSTGRES_DSN, REDIS_URL, median, percentile
+from benchmarks._env import median, percentile
 from benchmarks._plan import Plan
-from benchmarks._procs import SERVER_CPU, Child, run_job
+from benchmarks._procs import run_job
 from benchmarks._receiver_bench import body_for
-from benchmarks._receiver_run import NAMES, backend
-from benchmarks._shared import Goal, drop_prefix, drop_schema, fmt, new_prefix, new_schema, table
+from benchmarks._receiver_run import NAMES, backend, receiver_server
+from benchmarks._shared import Goal, fmt, table
 
 __all__ = ["STORES", "burst", "send"]
 
@@ -129,23 +129,7 @@ async def send(
 
 def _once(plan: Plan, folder: Path, store: str, run: str) -> dict[str, Any]:
     """One burst against a fresh ``store`` receiver; the sender's figures, and ``lost``."""
-    prefix, schema, server_dir = new_prefix("burst"), new_schema("burst"), folder / run
-    server_dir.mkdir()
-    child = Child(
-        "_receiver_bench:serve",
-        {
-            "store": store,
-            "workdir": str(server_dir),
-            "redis_url": REDIS_URL,
-            "prefix": prefix,
-            "postgres_dsn": POSTGRES_DSN,
-            "schema": schema,
-            "recorded": True,
-        },
-        cpu=SERVER_CPU,
-    )
-    try:
-        url = child.ready()["url"]
+    with receiver_server(store, folder, recorded=True) as (child, url):
         result = run_job(
             "_burst:send",
             {
@@ -163,11 +147,6 @@ def _once(plan: Plan, folder: Path, store: str, run: str) -> dict[str, Any]:
             if seen >= plan.burst_deliveries or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
-    finally:
-        child.stop()
-        drop_prefix(prefix)
-        if backend(store) == "postgres":
-            drop_schema(schema)
     return {**result, "lost": plan.burst_deliveries - seen}
 
 

@@ -4,7 +4,9 @@ the section's loads, and :func:`receiver_once` (``benchmarks.sidebyside`` and
 
 from __future__ import annotations
 
+import contextlib
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -59,24 +61,21 @@ def backend(store: str) -> str:
     return "redis" if "redis" in store else "postgres" if "postgres" in store else ""
 
 
-def receiver_once(
-    plan: Plan,
-    folder: Path,
+@contextlib.contextmanager
+def receiver_server(
     store: str,
-    connections: int,
-    delay_ms: int | None,
+    folder: Path,
     place: Place | None = None,
-    observed: str = "",
     packages: Path | None = None,
-) -> dict[str, Any]:
-    """One fresh server, a warm-up, one measured load; the load generator's figures plus the
-    server's CPU and counters over the measured part.  The inbox is a new one, dropped after,
-    unless ``place`` names an existing one (kept).  ``packages``: as for
-    :class:`~benchmarks._procs.Child`."""
-    run = uuid.uuid4().hex[:10]
+    **options: Any,
+) -> Iterator[tuple[Child, str]]:
+    """A fresh server of ``store`` (``_receiver_bench:serve`` with ``options``) for the block:
+    the child and the URL to post to.  The inbox is a new one, dropped after, unless ``place``
+    names an existing one (kept).  ``packages``: as for :class:`~benchmarks._procs.Child`."""
     if place is None:
-        prefix, schema, server_dir = new_prefix("inbox"), new_schema("inbox"), folder / run
+        server_dir = folder / uuid.uuid4().hex[:10]
         server_dir.mkdir()
+        prefix, schema = new_prefix("inbox"), new_schema("inbox")
     else:
         prefix, schema, server_dir = place
     child = Child(
@@ -88,25 +87,41 @@ def receiver_once(
             "prefix": prefix,
             "postgres_dsn": POSTGRES_DSN,
             "schema": schema,
-            "observed": observed,
+            **options,
         },
         cpu=SERVER_CPU,
         packages=packages,
     )
     try:
-        url = child.ready()["url"]
-        run_load(url, connections, plan.receiver_warmup_seconds, folder, "w" + run, delay_ms)
-        child.send("mark")
-        child.recv()
-        load, generator = run_load(url, connections, plan.receiver_seconds, folder, run, delay_ms)
-        child.send("stats")
-        load["server"] = child.recv()
+        yield child, child.ready()["url"]
     finally:
         child.stop()
         if place is None:
             drop_prefix(prefix)
             if backend(store) == "postgres":
                 drop_schema(schema)
+
+
+def receiver_once(
+    plan: Plan,
+    folder: Path,
+    store: str,
+    connections: int,
+    delay_ms: int | None,
+    place: Place | None = None,
+    observed: str = "",
+    packages: Path | None = None,
+) -> dict[str, Any]:
+    """One fresh server (:func:`receiver_server`), a warm-up, one measured load; the load
+    generator's figures plus the server's CPU and counters over the measured part."""
+    run = uuid.uuid4().hex[:10]
+    with receiver_server(store, folder, place, packages, observed=observed) as (child, url):
+        run_load(url, connections, plan.receiver_warmup_seconds, folder, "w" + run, delay_ms)
+        child.send("mark")
+        child.recv()
+        load, generator = run_load(url, connections, plan.receiver_seconds, folder, run, delay_ms)
+        child.send("stats")
+        load["server"] = child.recv()
     seconds = load["duration_us"] / 1e6
     load["generator"] = generator
     load["rps"] = load["requests"] / seconds
