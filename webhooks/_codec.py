@@ -9,7 +9,7 @@ A :class:`~webhooks.WebhookEvent` of any other sender is ``{"webhook":{"id":...,
 "timestamp":...}}``: its ``data`` is read again from the entry's raw body, which the inbox keeps
 anyway; its dedup key is ``["webhook", id]``.  The ``"webhook"`` member, which a
 ``process.completed`` form never has, tells the two apart when they are read back: the stored
-text's head, not the class of a value, decides what :func:`decode_event` builds.
+text, not the class of a value, decides what :func:`decode_event` builds.
 """
 
 from __future__ import annotations
@@ -33,9 +33,6 @@ __all__ = [
 
 _ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 """Compact JSON, non-ASCII characters kept: the text earlier versions stored."""
-_WEBHOOK_HEAD: Final = f'{{"{STORAGE_MEMBER}":'
-_WEBHOOK_HEADS: Final = (_WEBHOOK_HEAD, _WEBHOOK_HEAD.encode())
-"""How a stored generic event begins, as text and as bytes (a stored form comes as either)."""
 
 
 def dedup_key_text(event: InboxEvent) -> str:
@@ -51,16 +48,17 @@ def encode_event(event: InboxEvent) -> bytes:
 def decode_event(data: bytes | str, raw: bytes = b"") -> StoredEvent:
     """Inverse of :func:`encode_event`; ``raw`` is the entry's body (a generic event's ``data``
     is read from it)."""
-    if data[: len(_WEBHOOK_HEADS[0])] in _WEBHOOK_HEADS:
-        fields = json.loads(data)[STORAGE_MEMBER]
-        return WebhookEvent(
-            id=fields["id"],
-            type=fields["type"],
-            timestamp=fields["timestamp"],
-            data=payload_data(json.loads(raw)),
-            raw=raw,
-        )
-    return structure(json.loads(data), ProcessCompleted)
+    stored = json.loads(data)
+    fields = stored.get(STORAGE_MEMBER)
+    if fields is None:
+        return structure(stored, ProcessCompleted)
+    return WebhookEvent(
+        id=fields["id"],
+        type=fields["type"],
+        timestamp=fields["timestamp"],
+        data=payload_data(json.loads(raw)),
+        raw=raw,
+    )
 
 
 def decode_process_event(data: bytes | str) -> ProcessCompleted:
