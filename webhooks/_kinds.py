@@ -22,7 +22,7 @@ import attrs
 from asyncsdk import ProcessCompleted
 from webhooks._contract import Delivery, Ignored, Rejection, StoredEvent
 from webhooks._events import WebhookEvent, payload_data
-from webhooks._parse import id_fault, is_id, json_type, load_json, parse_body
+from webhooks._parse import id_fault, is_id, json_type, load_json, parse_body, unix_seconds
 
 __all__ = [
     "DEFAULT_ID_HEADERS",
@@ -38,7 +38,6 @@ E_co = TypeVar("E_co", bound=StoredEvent, covariant=True)
 DEFAULT_ID_HEADERS: Final = ("webhook-id", "svix-id")
 """Where a Standard Webhooks sender puts its message id (Svix sends its own names by default)."""
 DEFAULT_TIMESTAMP_HEADERS: Final = ("webhook-timestamp", "svix-timestamp")
-_MAX_TIMESTAMP_DIGITS: Final = 12
 
 
 class EventKind(Protocol[E_co]):
@@ -99,10 +98,9 @@ class SenderEvents:
         raw_ts = next((headers[h] for h in self.timestamp_headers if headers.get(h)), None)
         timestamp = None
         if raw_ts is not None:
-            raw_ts = raw_ts.strip()
-            if not (raw_ts.isascii() and raw_ts.isdigit()) or len(raw_ts) > _MAX_TIMESTAMP_DIGITS:
+            timestamp = unix_seconds(raw_ts)
+            if timestamp is None:
                 return Rejection(400, "invalid", "the timestamp header must be Unix seconds")
-            timestamp = int(raw_ts)
         payload = load_json(delivery.body)
         if isinstance(payload, Rejection):
             return payload

@@ -36,6 +36,7 @@ __all__ = [
     "parse_body",
     "parse_delivery",
     "parse_event",
+    "unix_seconds",
 ]
 
 EVENT_PROCESS_COMPLETED: Final = "process.completed"
@@ -265,6 +266,19 @@ def _missing_string(data: dict[str, Any]) -> Rejection | None:
         shown = "an empty string" if value == "" else json_type(value)
         return Rejection(400, "invalid", f"field {name!r} must be a non-empty string, not {shown}")
     return None
+
+
+_MAX_TIMESTAMP_DIGITS: Final = 12
+"""Digits of a Unix timestamp in seconds, at most (until the year 33658)."""
+
+
+def unix_seconds(raw: str) -> int | None:
+    """A timestamp header's Unix seconds (ASCII digits, spaces around allowed), or ``None``
+    when it is not one."""
+    raw = raw.strip()
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > _MAX_TIMESTAMP_DIGITS:
+        return None
+    return int(raw)
 
 
 def is_id(value: str) -> bool:

@@ -33,6 +33,7 @@ import attrs
 from asyncsdk import ConfigurationError
 from webhooks._checks import require_seconds
 from webhooks._contract import Delivery, Rejection
+from webhooks._parse import unix_seconds
 
 __all__ = [
     "TOKEN_PARAM",
@@ -276,10 +277,9 @@ class StandardWebhooksVerifier:
         signed = (
             "webhook-signature" if delivery.headers.get("webhook-signature") else "svix-signature"
         )
-        raw_ts = raw_ts.strip()
-        if not (raw_ts.isascii() and raw_ts.isdigit()) or len(raw_ts) > 12:
+        timestamp = unix_seconds(raw_ts)
+        if timestamp is None:
             return Rejection(401, "timestamp", f"{stamped} must be Unix time in seconds")
-        timestamp = int(raw_ts)
         skew = self.clock() - timestamp
         if skew > self.tolerance:
             return Rejection(401, "timestamp", f"{stamped} is too old; resend it signed now")
