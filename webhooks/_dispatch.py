@@ -52,7 +52,7 @@ from webhooks._fetchback import (
     confirm_in_order,
 )
 from webhooks._metrics import Metrics
-from webhooks._observe import NO_RECEIVER_TELEMETRY, ReceiverTelemetry, described, log_fields
+from webhooks._observe import NO_RECEIVER_TELEMETRY, ReceiverTelemetry, log_fields
 from webhooks._settle import until_stored
 
 __all__ = [
@@ -256,7 +256,7 @@ class Dispatcher(Generic[E]):
                 logger.exception(
                     "webhook handler %s failed for %s",
                     spec.name,
-                    described(event),
+                    event.summary,
                     extra=log_fields(event),
                 )
                 errors.append(f"{spec.name}: {exc!r}")
@@ -302,7 +302,7 @@ class Dispatcher(Generic[E]):
             self.settled()
             return
         if logger.isEnabledFor(logging.DEBUG):
-            logger.debug("webhook for %s handled", described(event), extra=log_fields(event))
+            logger.debug("webhook for %s handled", event.summary, extra=log_fields(event))
         self.ack_soon(entry.id)  # the handlers that succeeded stay noted until the ack is done
 
     async def settle(self, write: Callable[[], Awaitable[T]], what: str, entry: InboxEntry) -> T:
@@ -331,7 +331,7 @@ class Dispatcher(Generic[E]):
     async def dead_letter(self, entry: InboxEntry, error: str) -> None:
         logger.error(
             "webhook for %s dead-lettered after %d attempt(s): %s",
-            described(entry.event),
+            entry.event.summary,
             entry.attempts,
             error,
             extra=log_fields(entry.event),

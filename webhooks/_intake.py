@@ -31,7 +31,6 @@ from webhooks._observe import (
     NO_RECEIVER_TELEMETRY,
     DeliverySpan,
     ReceiverTelemetry,
-    described,
     log_fields,
 )
 from webhooks._parse import check_content_type
@@ -307,7 +306,7 @@ class Intake(Generic[E]):
     def _answer_stored(self, event: E, stored: bool, started: float) -> web.Response:
         if logger.isEnabledFor(logging.DEBUG):
             outcome = "stored" if stored else "a duplicate"
-            logger.debug("webhook for %s is %s", described(event), outcome, extra=log_fields(event))
+            logger.debug("webhook for %s is %s", event.summary, outcome, extra=log_fields(event))
         if stored:
             self.metrics.accepted += 1
             self.stored()

@@ -40,7 +40,6 @@ __all__ = [
     "WaiterCount",
     "bind_receiver_telemetry",
     "describe_event",
-    "described",
     "log_fields",
     "receiver_telemetry",
 ]
@@ -67,11 +66,6 @@ def describe_event(event: InboxEvent) -> dict[str, str]:
     ``process.completed`` event; ``message_id`` and ``type`` of another sender's (the event's
     own ``describe()``)."""
     return event.describe()
-
-
-def described(event: InboxEvent) -> str:
-    """The event in a log line: ``process p-1 (done)``, ``message msg_1 (invoice.paid)``."""
-    return event.summary
 
 
 def log_fields(event: InboxEvent) -> dict[str, str]:
