@@ -353,7 +353,6 @@ class RegistrySink(ResultSink, Protocol):
         """Say whether a running receiver feeds this sink (waiters poll while it does not)."""
 
 
-@runtime_checkable
 class Backend(Protocol):
     """An inbox and a registry on one shared store, closed together."""
 

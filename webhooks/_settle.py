@@ -14,15 +14,15 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Final, TypeVar
 
-__all__ = ["FIRST_PAUSE", "MAX_PAUSE", "until_stored"]
+__all__ = ["until_stored"]
 
 logger = logging.getLogger("webhooks")
 
 T = TypeVar("T")
 
-FIRST_PAUSE: Final = 0.1
+_FIRST_PAUSE: Final = 0.1
 """Seconds before the first new try of a write that failed; doubled at each failure..."""
-MAX_PAUSE: Final = 2.0
+_MAX_PAUSE: Final = 2.0
 """...up to this, so that a store back from a stall is written to within two seconds."""
 _LOG_EVERY: Final = 15
 """A write failing again and again is logged at its first failure and every this many."""
@@ -37,7 +37,7 @@ async def until_stored(
     """``write()``'s answer, calling it again with backoff while it raises one of ``again``
     (any other exception is raised at once).  ``what`` names the write in the log.  Runs until
     the store answers or the caller is cancelled (the receiver stopping)."""
-    pause = FIRST_PAUSE
+    pause = _FIRST_PAUSE
     failures = 0
     while True:
         try:
@@ -52,7 +52,7 @@ async def until_stored(
                     exc,
                 )
             await asyncio.sleep(pause)
-            pause = min(MAX_PAUSE, pause * 2)
+            pause = min(_MAX_PAUSE, pause * 2)
             continue
         if failures:
             logger.warning("%s done after %d failed attempt(s)", what, failures)

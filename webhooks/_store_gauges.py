@@ -64,7 +64,7 @@ class StoreReading:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    async def read(self) -> None:
+    async def _read(self) -> None:
         """Read the figures once (what the loop does every ``every`` seconds)."""
         inbox = self.inbox
         async with asyncio.timeout(_READ_TIMEOUT):
@@ -79,7 +79,7 @@ class StoreReading:
         failing = False
         while True:
             try:
-                await self.read()
+                await self._read()
             except Exception as exc:
                 if not failing:
                     logger.warning(
