@@ -30,6 +30,7 @@ __all__ = [
     "lapsed",
     "new_owner",
     "recorded",
+    "takeable",
     "taken_over",
     "translated",
 ]
@@ -134,6 +135,12 @@ def lapsed(entry: RunEntry, now: float | None = None) -> bool:
     if entry.lease_until <= (time.time() if now is None else now):
         return True
     return _process_gone(entry.owner)
+
+
+def takeable(entry: RunEntry, digest: str, now: float) -> bool:
+    """Whether a claim of ``entry`` with the same arguments (``digest``) takes it over: it is
+    not finished and nobody carries it on (:func:`lapsed`)."""
+    return entry.digest == digest and not entry.finished and lapsed(entry, now)
 
 
 def recorded(

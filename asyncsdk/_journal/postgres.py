@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from asyncsdk._checks import require_number
 from asyncsdk._errors import ConfigurationError, JournalError
 from asyncsdk._journal.contract import (
     Claim,
     RunEntry,
     RunStage,
-    lapsed,
     recorded,
+    takeable,
     taken_over,
     translated,
 )
@@ -85,8 +86,9 @@ class PostgresJournal:
                 "schema must be a lower-case name of letters, digits and _ (at most 48, not "
                 f"starting with a digit) such as {DEFAULT_SCHEMA!r}, not {schema!r}"
             )
-        if isinstance(lease, bool) or not isinstance(lease, int | float) or not lease > 0:
-            raise ConfigurationError(f"lease must be a number of seconds above 0, not {lease!r}")
+        require_number(
+            lease, "lease must be a number of seconds above 0", above=True, error=ConfigurationError
+        )
         self._pool = pool
         self.schema = schema
         self.lease = float(lease)
@@ -166,7 +168,7 @@ class PostgresJournal:
                 f"SELECT {_COLUMNS} FROM {self._table} WHERE key = $1 FOR UPDATE", key
             )
             entry = _entry(row)
-            if entry.digest != digest or entry.finished or not lapsed(entry, now):
+            if not takeable(entry, digest, now):
                 return Claim(entry, owned=False)
             await conn.execute(
                 f"UPDATE {self._table} SET owner = $2, lease_until = $3 WHERE key = $1",

@@ -17,13 +17,14 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from asyncsdk._checks import require_number
 from asyncsdk._errors import ConfigurationError
 from asyncsdk._journal.contract import (
     Claim,
     RunEntry,
     RunStage,
-    lapsed,
     recorded,
+    takeable,
     taken_over,
     translated,
 )
@@ -110,8 +111,9 @@ class RedisJournal:
                 f"prefix must be a non-empty str without * ? [ ] such as {DEFAULT_PREFIX!r}, "
                 f"not {prefix!r}"
             )
-        if isinstance(lease, bool) or not isinstance(lease, int | float) or not lease > 0:
-            raise ConfigurationError(f"lease must be a number of seconds above 0, not {lease!r}")
+        require_number(
+            lease, "lease must be a number of seconds above 0", above=True, error=ConfigurationError
+        )
         self._redis = redis
         self.prefix = prefix
         self.lease = float(lease)
@@ -169,7 +171,7 @@ class RedisJournal:
             return Claim(entry, owned=True)
         raw = {_text(name): _text(value) for name, value in (await self._hgetall(run_key)).items()}
         entry = _entry(raw)
-        if entry.digest != digest or entry.finished or not lapsed(entry, now):
+        if not takeable(entry, digest, now):
             return Claim(entry, owned=False)
         read_lease = raw["lease_until"]  # compared as stored, not as a float
         if await self._take_over(keys=[run_key], args=[entry.owner, read_lease, owner, until]):

@@ -20,8 +20,16 @@ from typing import Any, Final, TypeVar
 
 import attrs
 
+from asyncsdk._checks import require_number
 from asyncsdk._errors import ConfigurationError, JournalError
-from asyncsdk._journal.contract import Claim, RunEntry, RunStage, lapsed, recorded, taken_over
+from asyncsdk._journal.contract import (
+    Claim,
+    RunEntry,
+    RunStage,
+    recorded,
+    takeable,
+    taken_over,
+)
 
 __all__ = ["SQLiteJournal"]
 
@@ -75,8 +83,9 @@ class SQLiteJournal:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, lease: float = 30.0) -> None:
-        if isinstance(lease, bool) or not isinstance(lease, int | float) or not lease > 0:
-            raise ConfigurationError(f"lease must be a number of seconds above 0, not {lease!r}")
+        require_number(
+            lease, "lease must be a number of seconds above 0", above=True, error=ConfigurationError
+        )
         self.path = Path(path)
         self.lease = float(lease)
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="asyncsdk-journal")
@@ -140,7 +149,7 @@ class SQLiteJournal:
                 else:
                     entry = _entry(row)
                     claimed = Claim(entry, owned=False)
-                    if entry.digest == digest and not entry.finished and lapsed(entry, now):
+                    if takeable(entry, digest, now):
                         db.execute(
                             "UPDATE asyncsdk_runs SET owner = ?, lease_until = ? WHERE key = ?",
                             (owner, now + lease, key),
