@@ -1,5 +1,5 @@
 """A receiver of another sender's events, for the crash tests:
-``python event_receiver_script.py BACKEND WHERE PORTFILE RECORD MODE``.
+``python event_receiver_script.py BACKEND WHERE NAME RECORD MODE``.
 
 BACKEND ``sqlite`` (WHERE: the file), ``redis`` (WHERE: ``url prefix``) or ``postgres`` (WHERE:
 ``dsn schema``).  MODE ``block``: handlers never finish (the process is to be killed mid-work).
@@ -8,7 +8,8 @@ MODE ``atomic``: an ``atomic=True`` handler appends ``run message_id`` to RECORD
 increment of the message's count in the store (Redis: the hash ``<prefix>test:effects``;
 PostgreSQL: the table ``<schema>.effects``, which the test creates); ``atomic-die``: the same,
 then the process kills itself with SIGKILL before the ack.
-Serves on 127.0.0.1 (port written to PORTFILE) and exits by itself after 60 seconds.
+Serves on 127.0.0.1 (a free port); prints ``{"ready": NAME, "port": N}`` once serving; stops on
+SIGTERM.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import sys
 from typing import Any
 
 from aiohttp import web
-from receiver_script import append, publish_port
+from node_process import serve_until_terminated
+from receiver_script import append
 
 from webhooks import (
     EventReceiver,
@@ -44,7 +46,7 @@ def inbox_for(backend: str, where: str) -> Inbox:
     return PostgresInbox(location, schema=namespace, claim_timeout=0.5)
 
 
-async def main(backend: str, where: str, port_file: str, record: str, mode: str) -> None:
+async def main(backend: str, where: str, name: str, record: str, mode: str) -> None:
     receiver = EventReceiver(
         inbox=inbox_for(backend, where),
         verifier=StandardWebhooksVerifier(SECRET),
@@ -79,15 +81,7 @@ async def main(backend: str, where: str, port_file: str, record: str, mode: str)
 
     app = web.Application()
     receiver.setup(app, prefix="/events/")
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    publish_port(port_file, runner.addresses[0][1])
-    try:
-        await asyncio.sleep(60)
-    finally:
-        await runner.cleanup()
+    await serve_until_terminated(app, name)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 A node script builds its app and hands it to :func:`serve_until_terminated`, which prints one
 line ``{"ready": NAME, "port": N}`` once serving; :func:`start_node_process` runs such a script
-and returns when that line came.
+and returns when that line came, and :func:`node_running` does so for a ``with`` block and kills
+the process at its end if it still runs.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import asyncio
 import json
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from aiohttp import web
@@ -49,3 +51,18 @@ async def start_node_process(
         await process.wait()
         raise AssertionError(f"node {name} exited with {process.returncode} before serving")
     return process, int(json.loads(line)["port"])
+
+
+@asynccontextmanager
+async def node_running(
+    script: Path, *args: str, name: str
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, int]]:
+    """``python SCRIPT ARGS...`` serving for the block: the process and its port.  The block may
+    signal or wait for the process itself; if it still runs at the end, it is killed."""
+    process, port = await start_node_process(script, *args, name=name)
+    try:
+        yield process, port
+    finally:
+        if process.returncode is None:
+            process.kill()
+        await process.communicate()

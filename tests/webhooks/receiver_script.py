@@ -1,8 +1,9 @@
-"""A receiver process for the crash test: ``python receiver_script.py DB PORTFILE RECORD MODE``.
+"""A receiver process for the crash test: ``python receiver_script.py DB NAME RECORD MODE``.
 
 MODE ``block``: handlers never finish (the process is to be killed mid-work).
 MODE ``record``: handlers append ``process_id status`` lines to RECORD.
-Serves on 127.0.0.1 (port written to PORTFILE) and exits by itself after 60 seconds.
+Serves on 127.0.0.1 (a free port); prints ``{"ready": NAME, "port": N}`` once serving; stops on
+SIGTERM.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import sys
 from pathlib import Path
 
 from aiohttp import web
+from node_process import serve_until_terminated
 
 from asyncsdk import ProcessCompleted
 from webhooks import SQLiteInbox, TokenVerifier, WebhookReceiver
@@ -24,13 +26,7 @@ def append(path: str, line: str) -> None:
         out.write(line)
 
 
-def publish_port(path: str, port: int) -> None:
-    """Written then renamed, so the test never reads a half-written file."""
-    Path(path + ".tmp").write_text(str(port))
-    Path(path + ".tmp").rename(path)
-
-
-async def main(db: str, port_file: str, record: str, mode: str) -> None:
+async def main(db: str, name: str, record: str, mode: str) -> None:
     receiver = WebhookReceiver(
         inbox=SQLiteInbox(db, claim_timeout=0.5),
         verifier=TokenVerifier(TOKEN),
@@ -46,15 +42,7 @@ async def main(db: str, port_file: str, record: str, mode: str) -> None:
 
     app = web.Application()
     receiver.setup(app, prefix="/hooks/")
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    publish_port(port_file, runner.addresses[0][1])
-    try:
-        await asyncio.sleep(60)
-    finally:
-        await runner.cleanup()
+    await serve_until_terminated(app, name)
 
 
 if __name__ == "__main__":

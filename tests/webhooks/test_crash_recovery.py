@@ -3,55 +3,25 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import aiohttp
-from whtools import JSON, TOKEN, encode, eventually, payload
+from node_process import node_running
+from whtools import JSON, TOKEN, encode, eventually, payload, recorded
 
 SCRIPT = Path(__file__).with_name("receiver_script.py")
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @asynccontextmanager
 async def receiver_process(
     tmp_path: Path, name: str, mode: str
 ) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
-    port_file = tmp_path / f"{name}.port"
-    with (tmp_path / f"{name}.err").open("wb") as err:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            str(SCRIPT),
-            str(tmp_path / "inbox.sqlite3"),
-            str(port_file),
-            str(tmp_path / "record.txt"),
-            mode,
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=err,
-        )
-    try:
-
-        async def listening() -> bool:
-            assert proc.returncode is None, (tmp_path / f"{name}.err").read_text()
-            return port_file.exists()
-
-        await eventually(listening, f"the {name} receiver to listen", limit=30)
-        yield proc, f"http://127.0.0.1:{port_file.read_text()}/hooks/{TOKEN}"
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-        await proc.wait()
-
-
-def recorded(tmp_path: Path) -> list[str]:
-    path = tmp_path / "record.txt"
-    return sorted(path.read_text().splitlines()) if path.exists() else []
+    args = (str(tmp_path / "inbox.sqlite3"), name, str(tmp_path / "record.txt"), mode)
+    async with node_running(SCRIPT, *args, name=name) as (proc, port):
+        yield proc, f"http://127.0.0.1:{port}/hooks/{TOKEN}"
 
 
 async def test_sigkill_after_the_ack_loses_nothing(tmp_path: Path) -> None:

@@ -14,9 +14,7 @@ import base64
 import datetime
 import json
 import logging
-import os
 import signal
-import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -30,7 +28,8 @@ import svix.webhooks
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from codeblocks import run_block
-from whtools import JSON, TOKEN, encode, eventually, idle, payload, serve, wait_until
+from node_process import node_running
+from whtools import JSON, TOKEN, encode, eventually, idle, payload, recorded, serve, wait_until
 
 from asyncsdk import ConfigurationError, ProcessCompleted
 from webhooks import (
@@ -339,38 +338,9 @@ async def test_a_generic_receiver_takes_no_option_of_the_service_s_events() -> N
 async def event_receiver_process(
     tmp_path: Path, backend: str, where: str, name: str, mode: str
 ) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
-    port_file = tmp_path / f"{name}.port"
-    with (tmp_path / f"{name}.err").open("wb") as err:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            str(SCRIPT),
-            backend,
-            where,
-            str(port_file),
-            str(tmp_path / "record.txt"),
-            mode,
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=err,
-        )
-    try:
-
-        async def listening() -> bool:
-            assert proc.returncode is None, (tmp_path / f"{name}.err").read_text()
-            return port_file.exists()
-
-        await eventually(listening, f"the {name} receiver to listen", limit=30)
-        yield proc, f"http://127.0.0.1:{port_file.read_text()}/events/"
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-        await proc.wait()
-
-
-def recorded(tmp_path: Path) -> list[str]:
-    path = tmp_path / "record.txt"
-    return sorted(path.read_text().splitlines()) if path.exists() else []
+    args = (backend, where, name, str(tmp_path / "record.txt"), mode)
+    async with node_running(SCRIPT, *args, name=name) as (proc, port):
+        yield proc, f"http://127.0.0.1:{port}/events/"
 
 
 @pytest.fixture(

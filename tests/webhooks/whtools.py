@@ -1,4 +1,5 @@
-"""Shared test tools: a host app with the receiver mounted, payloads, fake inboxes, waiting."""
+"""Shared test tools: a host app with the receiver mounted, payloads, fake inboxes, waiting, and
+what a receiver process recorded."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from aiohttp import web
@@ -155,6 +157,13 @@ async def idle(receiver: WebhookReceiver, limit: float = 10.0) -> None:
         return pool.in_flight == 0 and await receiver.inbox.pending_count() == 0
 
     await eventually(settled, "the receiver to settle", limit)
+
+
+def recorded(tmp_path: Path) -> list[str]:
+    """The lines receiver processes appended to ``tmp_path / "record.txt"``, sorted (none while
+    the file is not there)."""
+    path = tmp_path / "record.txt"
+    return sorted(path.read_text().splitlines()) if path.exists() else []
 
 
 class Recorder:
