@@ -111,8 +111,9 @@ class Client:
     refreshed after ``catalogue_ttl`` seconds (``client.catalogue.invalidate()`` forgets it).
 
     ``max_upload_bytes`` is the size limit per uploaded file (default ``MAX_UPLOAD_BYTES``, the
-    service's 50 MB), checked before anything is sent and while a stream is read; raise it only
-    for a deployment of the service that accepts larger files.
+    service's 50 MB), checked before anything is sent, again when a path is sent (a file that
+    grew since, before the first attempt or a retry, is not sent) and while a stream is read;
+    raise it only for a deployment of the service that accepts larger files.
 
     ``telemetry``: a :class:`~asyncsdk.ClientTelemetry` for Prometheus metrics and OpenTelemetry
     spans of every request (none by default).

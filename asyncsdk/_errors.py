@@ -33,7 +33,8 @@
     │   │   └── APITimeoutError        ... because a connect or total timeout passed
     │   ├── APIDecodeError             a 2xx body that matches no model (an HTML page from a proxy)
     │   └── ResultTooLargeError        a result download passed its ``max_bytes``
-    ├── JournalError                   the journal of runs failed, or a run was taken over
+    ├── JournalError                   the journal of runs failed, holds a row the library did
+    │                                  not write (corrupt, or lying), or a run was taken over
     ├── ProcessFailedError             a process ended with status ``failed`` (only where asked for)
     └── WaitTimeoutError               waiting for a process passed its deadline; also a
                                        ``TimeoutError``
@@ -343,8 +344,9 @@ class ResultTooLargeError(APIError):
 
 
 class JournalError(AsyncSDKError):
-    """The journal of runs could not be read or written, or the run was taken over by another
-    caller after this one stopped longer than the journal's lease."""
+    """The journal of runs could not be read or written, holds a row the library did not write
+    (corrupt JSON, or a request that does not match its arguments), or the run was taken over by
+    another caller after this one stopped longer than the journal's lease."""
 
 
 class ProcessFailedError(AsyncSDKError):

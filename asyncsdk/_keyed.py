@@ -34,6 +34,7 @@ from asyncsdk._errors import (
     WaitTimeoutError,
 )
 from asyncsdk._journal import Journal, RunEntry, RunStage, new_owner
+from asyncsdk._journal.contract import corrupt_row
 from asyncsdk._models import Process
 from asyncsdk._resources import Processes, ResultWaiter
 from asyncsdk._uploads import Upload
@@ -121,14 +122,64 @@ def _request_json(prepared: PreparedProcess, process_group_id: str | None) -> st
     )
 
 
-def _request_of(entry: RunEntry) -> tuple[PreparedProcess, str | None]:
-    data = json.loads(entry.request)
-    prepared = PreparedProcess(
-        tool=data["tool"],
-        asset_map=data["asset_map"],
-        widgets=tuple(WidgetSelection(w["slug"], w["item_slugs"]) for w in data["widgets"]),
-    )
-    return prepared, data["process_group_id"]
+def _json_object(text: str) -> dict[str, Any] | None:
+    """``text`` as a JSON object, or None when it is not one."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _request_of(journal: Journal, entry: RunEntry) -> tuple[PreparedProcess, str | None]:
+    data = _json_object(entry.request) or {}
+    try:
+        prepared = PreparedProcess(
+            tool=data["tool"],
+            asset_map=data["asset_map"],
+            widgets=tuple(WidgetSelection(w["slug"], w["item_slugs"]) for w in data["widgets"]),
+        )
+        return prepared, data["process_group_id"]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise corrupt_row(journal, entry.key, f"its process request {entry.request!r}") from exc
+
+
+def _checked(journal: Journal, entry: RunEntry) -> RunEntry:
+    """``entry`` when what it holds agrees with itself: its arguments are a JSON object whose
+    SHA-256 is its digest, and its process request (when recorded for arguments that name a
+    tool, as :meth:`KeyedRuns.run`'s do) is one of their tool.  Any
+    other row raises :class:`~asyncsdk.JournalError`: it was not written by the library, and
+    believing it could return another run's process or pay for a run twice."""
+    arguments = _json_object(entry.arguments)
+    try:
+        digest = hashlib.sha256(entry.arguments.encode()).hexdigest()
+    except UnicodeEncodeError:
+        digest = ""
+    if arguments is None or digest != entry.digest:
+        raise corrupt_row(journal, entry.key, "its arguments do not match their digest")
+    if entry.request and "tool" in arguments:  # run()'s arguments; run_steps' are the caller's
+        request = _json_object(entry.request)
+        if request is None or request.get("tool") != arguments.get("tool"):
+            raise corrupt_row(
+                journal,
+                entry.key,
+                f"its process request is not one of its arguments' tool "
+                f"{arguments.get('tool')!r}: {entry.request!r}",
+            )
+    return entry
+
+
+def _encodable(journal: Journal, key: str, arguments: str) -> None:
+    """Refuse a key (or arguments) that cannot be written to a journal as UTF-8 text."""
+    for name, text in (("key", key), ("arguments", arguments)):
+        try:
+            text.encode()
+        except UnicodeEncodeError as exc:
+            raise ValidationError(
+                f"the {name} of key {key!r} cannot be written to the journal {journal!r}: "
+                f"{exc.reason} at {exc.start}; give text of whole characters (a lone surrogate "
+                "such as '\\ud800' is half of one)"
+            ) from exc
 
 
 @attrs.frozen(kw_only=True)
@@ -197,7 +248,18 @@ class KeyedRuns:
             registry=registry,
             webhook_grace=webhook_grace,
         )
-        return self.converter.structure(json.loads(result), Process)
+        try:
+            process = self.converter.structure(json.loads(result), Process)
+        except (ValueError, TypeError, cattrs.BaseValidationError) as exc:
+            raise corrupt_row(self.journal, key, f"its process {result!r}") from exc
+        tool = (_json_object(arguments) or {}).get("tool")
+        if process.tool != tool:
+            raise corrupt_row(
+                self.journal,
+                key,
+                f"its process {process.id!r} is of {process.tool!r}, not {tool!r}",
+            )
+        return process
 
     async def run_steps(
         self,
@@ -248,12 +310,13 @@ class KeyedRuns:
     ) -> str:
         """The result recorded for ``key``: found in the journal, waited for while another
         caller carries the run, or made by carrying the run on from its last step."""
+        _encodable(self.journal, key, arguments)
         digest = hashlib.sha256(arguments.encode()).hexdigest()
         deadline = time.monotonic() + timeout
         owner = new_owner()
         while True:
             claim = await self.journal.claim(key, digest, arguments, owner)
-            entry = claim.entry
+            entry = _checked(self.journal, claim.entry)
             if entry.digest != digest:
                 differences = _differences(entry.arguments, arguments)
                 said = "; ".join(
@@ -296,8 +359,11 @@ class KeyedRuns:
         registry: ResultWaiter | None,
         webhook_grace: float | None,
     ) -> Process:
-        """Carry a recorded run on from its last step, without its photos."""
+        """Carry a recorded run on from its last step, without its photos.  Given an entry, the
+        run of its arguments: a journal that now holds others for its key raises
+        :class:`~asyncsdk.KeyReusedError` with the differences."""
         key = entry if isinstance(entry, str) else entry.key
+        _encodable(self.journal, key, "" if isinstance(entry, str) else entry.arguments)
         found = await self.journal.get(key)
         if found is None:
             raise ConfigurationError(
@@ -315,7 +381,7 @@ class KeyedRuns:
 
         return await self.run(
             key,
-            found.arguments,
+            found.arguments if isinstance(entry, str) else entry.arguments,
             no_upload,
             None,
             timeout=timeout,
@@ -389,7 +455,7 @@ class KeyedRuns:
         else:
             order_id = entry.order_id
             if entry.request:
-                prepared, group_id = _request_of(entry)
+                prepared, group_id = _request_of(self.journal, entry)
         if stage != RunStage.CREATED:
             if prepared is None:
                 prepared = await self._prepared_again(entry, steps)

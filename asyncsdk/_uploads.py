@@ -3,7 +3,9 @@
 A source is a path (``str`` or ``os.PathLike``), ``bytes``, a binary file object, or an async
 iterator of ``bytes``.  Before anything is sent each file is checked against the service's rules
 (:func:`build_form`): JPG/JPEG, PNG or WEBP (by file name extension and by magic bytes) and at
-most ``MAX_UPLOAD_BYTES`` (by ``stat`` for a path, by seek/tell for a seekable file object).  An
+most ``MAX_UPLOAD_BYTES`` (by ``stat`` for a path, by seek/tell for a seekable file object); a
+path is measured again each time an attempt opens it, so a file that grew past the limit since
+is refused with ``UploadError`` before its bytes are sent.  An
 async iterator or an unseekable file cannot be measured beforehand: its bytes are counted while
 they stream and the upload is aborted with ``UploadError`` the moment the limit is passed.
 

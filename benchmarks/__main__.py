@@ -2,7 +2,9 @@
 
 Runs the sections in order and writes the report (default ``benchmarks/RESULTS.md``); with
 ``--update``, only the sections run (and their goals) are replaced in the report already there.
-Every helper process it starts is stopped before it exits, whatever happens.
+Every helper process it starts is stopped before it exits, whatever happens.  It exits 1 when a
+goal of a section run was missed (:func:`~benchmarks._report.exit_status`), so that a missed goal
+fails ``make bench`` instead of passing unread.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 from benchmarks._env import machine, versions
 from benchmarks._plan import SECTIONS, make_plan
 from benchmarks._procs import stop_all
-from benchmarks._report import NOTE_START, render, splice
+from benchmarks._report import NOTE_START, exit_status, render, splice
 from benchmarks._sections import run_section
 from benchmarks._shared import Section
 
@@ -92,7 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(report)
     missed = [g for s in sections for g in s.goals if g.met is False]
     print(f"[benchmarks] wrote {args.out} ({len(missed)} goal(s) missed)", flush=True)
-    return 0
+    for goal in missed:
+        print(f"[benchmarks] missed: {goal.section}: {goal.goal}: {goal.measured}", flush=True)
+    return exit_status(sections)
 
 
 if __name__ == "__main__":

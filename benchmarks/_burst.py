@@ -1,12 +1,14 @@
 """Part of section 3: a burst of deliveries against every receiver, as a sender's backlog arrives
 after an outage: the p99 of its answers, every answer 2xx or 503 with ``Retry-After``, none lost.
 
-Each round, for each receiver: a fresh server (``_receiver_bench:serve`` with ``recorded``: the
-default ``queue_limit`` and a handler that notes each ``process_id``), and a sender child that
-posts ``plan.burst_deliveries`` new events over the top connection count at once, then sends the
-ones answered 503 again after their ``Retry-After``, as the service retries.  Once every delivery
-was accepted, the server is asked until its handler has seen every process id (or a minute has
-passed): a process id the handler never saw is lost.
+Each round, for each receiver: a fresh server (``_receiver_bench:serve`` with ``recorded``: a
+handler that notes each ``process_id``, and a ``queue_limit`` of a fifth of the burst, so that the
+burst fills the inbox and its 503 path is measured), and a sender child that posts
+``plan.burst_deliveries`` new events over the top connection count at once, then sends the ones
+answered 503 again after their ``Retry-After``, as the service retries, until each was accepted
+(its recovery).  Then the server is asked until its handler has seen every process id (or a
+minute has passed): a process id the handler never saw is lost.  A run without a 503 did not
+measure the 503 path, and misses the goal.
 """
 
 from __future__ import annotations
@@ -31,8 +33,11 @@ from benchmarks._shared import Goal, fmt, table
 __all__ = ["STORES", "burst", "send"]
 
 STORES: Final = ("memory", "sqlite", "redis", "postgres")
-_RESENDS: Final = 10
+_RESENDS: Final = 30
 """Rounds of resending what was answered 503 before the sender gives up on it."""
+QUEUE_SHARE: Final = 5
+"""The burst is this many times the receiver's ``queue_limit``: the inbox fills, and the rest of
+the burst is answered 503 until the workers have made room."""
 _HANDLED_WITHIN: Final = 60.0
 """Seconds the handler has, once the last delivery was accepted, to see every process id."""
 
@@ -109,11 +114,13 @@ async def send(
             resent += len(pending)
             await asyncio.sleep(wait or 1)
             pending, wait = await _round(session, url, pending, connections, answers)
+        accepted_seconds = time.perf_counter() - started
     ordered = sorted(answers.latencies)
     ok = sum(n for status, n in answers.statuses.items() if 200 <= status < 300)
     unavailable = answers.statuses[503]
     return {
         "burst_s": burst_seconds,
+        "accepted_s": accepted_seconds,
         "p50_s": percentile(ordered, 50),
         "p99_s": percentile(ordered, 99),
         "max_s": ordered[-1] if ordered else 0.0,
@@ -129,7 +136,8 @@ async def send(
 
 def _once(plan: Plan, folder: Path, store: str, run: str) -> dict[str, Any]:
     """One burst against a fresh ``store`` receiver; the sender's figures, and ``lost``."""
-    with receiver_server(store, folder, recorded=True) as (child, url):
+    limit = max(1, plan.burst_deliveries // QUEUE_SHARE)
+    with receiver_server(store, folder, recorded=True, queue_limit=limit) as (child, url):
         result = run_job(
             "_burst:send",
             {
@@ -151,9 +159,9 @@ def _once(plan: Plan, folder: Path, store: str, run: str) -> dict[str, Any]:
 
 
 def _answered_well(result: dict[str, Any]) -> bool:
-    """Every answer 2xx or 503 with ``Retry-After``, every delivery accepted in the end, and
-    none lost."""
-    return not (
+    """The inbox filled (503s were answered), every answer 2xx or 503 with ``Retry-After``,
+    every delivery accepted in the end, and none lost."""
+    return result["unavailable"] > 0 and not (
         result["other"]
         or result["no_retry_after"]
         or result["errors"]
@@ -175,16 +183,17 @@ def burst(
     count = plan.burst_deliveries
     rows: list[list[str]] = []
     found: list[Goal] = []
-    target = f"<= {goals.BURST_P99_S * 1000:,.0f} ms; 0 other; 0 lost"
+    target = f"<= {goals.BURST_P99_S * 1000:,.0f} ms; 503s; 0 other; 0 lost"
     for store in STORES:
         runs = results.get(store)
         title = (
             f"{store}: a burst of {count:,} deliveries @{top}: p99 <= {goals.BURST_P99_S:g} s,"
-            " every answer 2xx or 503 + Retry-After, none lost"
+            f" past a queue_limit of {count // QUEUE_SHARE:,}: every answer 2xx or 503 +"
+            " Retry-After, none lost"
         )
         if not runs:
             reason = reasons.get(backend(store), "?")
-            rows.append([NAMES[store], f"not run: {reason}", *[""] * 6])
+            rows.append([NAMES[store], f"not run: {reason}", *[""] * 7])
             found.append(Goal("receiver", title, "not run", target, None))
             continue
         worst_p99 = max(r["p99_s"] for r in runs)
@@ -197,6 +206,7 @@ def burst(
                 fmt(median([r["p50_s"] for r in runs]) * 1000, 1),
                 f"**{fmt(worst_p99 * 1000, 1)}** ({each})",
                 ", ".join(f"{r['ok']:,} / {r['unavailable']:,}" for r in runs),
+                fmt(median([r["accepted_s"] for r in runs]), 1),
                 str(sum(r["other"] + r["no_retry_after"] + r["errors"] for r in runs)),
                 str(sum(r["resent"] for r in runs)),
                 str(sum(r["never_accepted"] + r["lost"] for r in runs)),
@@ -207,21 +217,28 @@ def burst(
                 "receiver",
                 title,
                 f"p99 {fmt(worst_p99 * 1000, 0)} ms (worst run); "
-                + ("every answer 2xx/503, none lost" if well else "see the burst table"),
+                + (
+                    "503s past the limit, every answer 2xx/503, none lost"
+                    if well
+                    else "see the burst table"
+                ),
                 target,
                 worst_p99 <= goals.BURST_P99_S and well,
             )
         )
     lines = [
         f"Burst: {count:,} new `process.completed` deliveries sent at once over {top} "
-        "connections by a Python/aiohttp sender (pinned to core 0) to a fresh receiver as a "
-        "user mounts it (default `queue_limit`, so a full inbox answers 503 with `Retry-After`; "
-        "one handler that notes each `process_id` and then waits 10 ms, as its own write would; "
-        "8 workers).  What is answered 503 is sent again after its `Retry-After`, as the service "
-        f"retries.  p99 over every answer, in ms: the worst of {plan.runs} run(s), each run's "
-        "in brackets.  Once every delivery was accepted, the server is asked until its handler "
-        f"has seen every process id (for up to {_HANDLED_WITHIN:.0f} s): one it never saw is "
-        "lost.",
+        "connections by a Python/aiohttp sender (pinned to core 0) to a fresh receiver with a "
+        f"`queue_limit` of {count // QUEUE_SHARE:,} (a fifth of the burst: the inbox fills, and "
+        "what comes past it is answered 503 with `Retry-After`, 5 s by default), one handler "
+        "that notes each `process_id` and then waits 10 ms, as its own write would, and 8 "
+        "workers (800 events a second at most).  What is answered 503 is sent again after its "
+        "`Retry-After`, as the service retries, until accepted: the recovery, from the burst's "
+        f"start to the last delivery accepted.  p99 over every answer, in ms: the worst of "
+        f"{plan.runs} run(s), each run's in brackets.  Once every delivery was accepted, the "
+        "server is asked until its handler has seen every process id (for up to "
+        f"{_HANDLED_WITHIN:.0f} s): one it never saw is lost.  A run with no 503 misses the "
+        "goal: it did not measure the path it is there for.",
         "",
         *table(
             (
@@ -230,6 +247,7 @@ def burst(
                 "p50 ms (median)",
                 "p99 ms, worst (runs)",
                 "2xx / 503 answers (runs)",
+                "all accepted after s (median)",
                 "other answers, 503 without Retry-After, errors",
                 "resent after 503",
                 "never accepted or lost",

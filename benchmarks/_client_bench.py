@@ -5,6 +5,10 @@ server (``_api.py``) pinned to the other core.  A child first warms up (connecti
 paths run), then times ``requests`` creates and ``requests`` gets at ``concurrency`` coroutines.
 Requests/s is wall time; CPU per request is ``time.process_time()`` of the client process
 (every thread of it) divided by the requests.
+
+Every create names a new input asset (:func:`asset_map`), as a user's batch of photos does: the
+client plans each one afresh, so its plan memo never answers and its cost is measured, not hidden.
+:func:`counted_calls` runs one phase for ``benchmarks.instructions`` to count.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from benchmarks._child import ChildIO
 IMPLEMENTATIONS: Final = ("sdk", "sdk-novalidate", "aiohttp", "httpx")
 ORDER_ID: Final = "order-bench-1"
 TOOL: Final = "tool-virtual-staging"
-ASSET_MAP: Final = {"tool-virtual-staging-input-image": "asset-bench-1"}
+INPUT: Final = "tool-virtual-staging-input-image"
 WIDGETS: Final = [
     {
         "slug": "widget-space-tool-virtual-staging",
@@ -32,7 +36,17 @@ WIDGETS: Final = [
         "item_slugs": ["item-modern-widget-style-tool-virtual-staging"],
     },
 ]
-BODY: Final = {"order_id": ORDER_ID, "tool": TOOL, "asset_map": ASSET_MAP, "widgets": WIDGETS}
+
+
+def asset_map(number: int) -> dict[str, str]:
+    """The input of create ``number``: a new asset each call."""
+    return {INPUT: f"asset-bench-{number}"}
+
+
+def body(number: int) -> dict[str, Any]:
+    """The JSON body of create ``number`` as raw aiohttp and httpx send it."""
+    return {"order_id": ORDER_ID, "tool": TOOL, "asset_map": asset_map(number), "widgets": WIDGETS}
+
 
 Call = Callable[[int], Awaitable[Any]]
 
@@ -84,11 +98,14 @@ class _Calls:
 class Sdk(_Calls):
     """The client as configured by default: process requests checked against the catalogue
     (fetched once, during the warm-up, and cached for its TTL).  ``validate=False``: the request
-    is sent as given.  ``observed``: a telemetry mode of ``_observed.py`` (empty: none)."""
+    is sent as given.  ``observed``: a telemetry mode of ``_observed.py`` (empty: none).
+    ``same``: every create names the same asset, so the plan memo answers each one (what the
+    memo saves, for ``benchmarks.instructions``)."""
 
-    def __init__(self, *, validate: bool = True, observed: str = "") -> None:
+    def __init__(self, *, validate: bool = True, observed: str = "", same: bool = False) -> None:
         self.validate = validate
         self.observed = observed
+        self.same = same
 
     async def open(self, base_url: str, api_key: str, concurrency: int) -> None:
         from asyncsdk import Client
@@ -109,7 +126,8 @@ class Sdk(_Calls):
         )
 
     async def create(self, number: int) -> Any:
-        created = await self.client.processes.create(ORDER_ID, TOOL, ASSET_MAP, WIDGETS)
+        assets = asset_map(1 if self.same else number)
+        created = await self.client.processes.create(ORDER_ID, TOOL, assets, WIDGETS)
         return created.process_ids[0]
 
     async def get(self, number: int) -> Any:
@@ -133,7 +151,7 @@ class _Aiohttp(_Calls):
 
     async def create(self, number: int) -> Any:
         async with self.session.post(
-            f"{self.base}/v3/process", json=BODY, headers=self.headers
+            f"{self.base}/v3/process", json=body(number), headers=self.headers
         ) as response:
             if response.status != 201:
                 raise RuntimeError(f"HTTP {response.status}")
@@ -165,7 +183,7 @@ class _Httpx(_Calls):
         )
 
     async def create(self, number: int) -> Any:
-        response = await self.client.post("/v3/process", json=BODY)
+        response = await self.client.post("/v3/process", json=body(number))
         if response.status_code != 201:
             raise RuntimeError(f"HTTP {response.status_code}")
         return response.json()["process_ids"][0]
@@ -183,6 +201,7 @@ class _Httpx(_Calls):
 KINDS: Final[dict[str, Callable[[], _Calls]]] = {
     "sdk": Sdk,
     "sdk-novalidate": functools.partial(Sdk, validate=False),
+    "sdk-same": functools.partial(Sdk, same=True),
     "aiohttp": _Aiohttp,
     "httpx": _Httpx,
 }
@@ -211,3 +230,28 @@ async def job(
     finally:
         await calls.close()
     return result
+
+
+async def counted_calls(
+    io: ChildIO,
+    *,
+    impl: str,
+    phase: str,
+    base_url: str,
+    api_key: str,
+    requests: int,
+    concurrency: int,
+) -> None:
+    """One implementation, warmed up, then ``requests`` calls of ``phase`` when the parent says
+    so (``benchmarks.instructions`` counts their instructions in between)."""
+    calls = KINDS[impl]()
+    await calls.open(base_url, api_key, concurrency)
+    try:
+        await drive(max(100, requests // 4), concurrency, getattr(calls, phase), start=WARMUP_START)
+        io.ready({})
+        await io.recv()
+        await drive(requests, concurrency, getattr(calls, phase))
+        io.send({"done": requests})
+        await io.recv()
+    finally:
+        await calls.close()

@@ -11,10 +11,11 @@
   settings of :class:`~webhooks.SQLiteInbox` (WAL, ``synchronous=FULL``), so each answer is as
   durable as the receiver's.  The statement runs on the event loop, one commit per request: the
   plainest code that is correct, and the cheapest in CPU (no thread, no queue).
-* ``redis-peer``: the token check, ``json.loads``, ``SET NX`` of the dedup key (with the inbox's
-  retention), and ``XADD`` of the body to a stream when the key was new, with redis-py's asyncio
-  client on a blocking pool of the inbox's size (hiredis parses its replies when installed, as
-  for the inbox).
+* ``redis-peer``: the token check, ``json.loads``, and one Lua call (``EVALSHA`` of
+  :data:`REDIS_STORE`) that sets the dedup key ``NX`` (with the inbox's retention) and, when the
+  key was new, adds the body to a stream (``XADD``): one round trip, as a user who knows Redis would
+  write it, with redis-py's asyncio client on a blocking pool of the inbox's size (hiredis parses
+  its replies when installed, as for the inbox).
 * ``postgres-peer``: the token check, ``json.loads``, one ``INSERT ... ON CONFLICT (dedup_key) DO
   NOTHING`` of the body with asyncpg, on a pool set up as :class:`~webhooks.PostgresInbox`'s (16
   connections at most, the same timeouts, no reset query when a connection goes back), so that
@@ -49,6 +50,15 @@ POSTGRES_POOL_SIZE: Final = 16
 """PostgreSQL connections at most, as the inbox's pool."""
 WORKERS: Final = 8
 """The memory peer's worker tasks: the receiver's default."""
+REDIS_STORE: Final = """
+if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) then
+    redis.call('XADD', KEYS[2], '*', 'raw', ARGV[1])
+    return 1
+end
+return 0
+"""
+"""The Redis peer's store, one call: KEYS = (dedup key, stream), ARGV = (body, retention s);
+1 when stored, 0 for a duplicate."""
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS events (
@@ -163,12 +173,11 @@ def _redis_store(app: web.Application, url: str, prefix: str) -> Store:
     pool = redis.asyncio.BlockingConnectionPool.from_url(url, max_connections=POOL_SIZE)
     client: Any = redis.asyncio.Redis.from_pool(pool)
     stream = prefix + "events"
+    script = client.register_script(REDIS_STORE)
 
     async def store(key: str, body: bytes) -> bool:
-        if not await client.set(prefix + "dedup:" + key, b"1", nx=True, ex=DEDUP_RETENTION):
-            return False
-        await client.xadd(stream, {"raw": body})
-        return True
+        keys = [prefix + "dedup:" + key, stream]
+        return bool(await script(keys=keys, args=[body, DEDUP_RETENTION]))
 
     async def close(_app: web.Application) -> None:
         await client.aclose()

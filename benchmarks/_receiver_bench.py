@@ -3,9 +3,10 @@
 The server child (pinned to the server core) runs one variant: one of the hand-written handlers
 of ``_peers.py`` (bare, or an inbox's work done by hand), or :class:`~webhooks.WebhookReceiver`
 mounted at ``/hooks/`` with a memory, SQLite, Redis or PostgreSQL inbox, with no handler (or, for
-the burst, one that notes each process id).  The load generator (wrk with a Lua script that gives
-every request its own ``process_id``, so dedup never short-circuits; else a Python/aiohttp child)
-runs pinned to the client core and measures latency on its side.
+the burst, one that notes each process id); or the same receiver served by uvicorn through
+:class:`~webhooks.asgi.ReceiverASGI` (section 7).  The load generator (wrk with a Lua script
+that gives every request its own ``process_id``, so dedup never short-circuits; else a
+Python/aiohttp child) runs pinned to the client core and measures latency on its side.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import importlib.util
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -39,6 +41,11 @@ BODY_TEMPLATE: Final = (
     + _ASSET_URL
     + '"}]}'
 )
+
+
+UVICORN: Final = "-uvicorn"
+"""A receiver store's name with this suffix: the same receiver served by uvicorn through
+:class:`~webhooks.asgi.ReceiverASGI` instead of mounted in an aiohttp app."""
 
 
 def body_for(process_id: str) -> bytes:
@@ -123,16 +130,21 @@ async def serve(
     schema: str = "",
     observed: str = "",
     recorded: bool = False,
+    queue_limit: int = 0,
 ) -> None:
     """Serve one variant (:func:`run_server`; ``observed``: a telemetry mode of
     ``_observed.py``, or empty for none); ``"stats"`` adds the receiver's counters.
 
-    ``recorded``: the receiver as a user mounts it (the default ``queue_limit``) with one handler
-    that notes each event's ``process_id`` and then waits 10 ms, as a handler's own write would;
-    ``"stats"`` then also says how many distinct process ids the handler saw (``seen``)."""
+    ``recorded``: the receiver as a user mounts it (``queue_limit``, or the default when 0) with
+    one handler that notes each event's ``process_id`` and then waits 10 ms, as a handler's own
+    write would; ``"stats"`` then also says how many distinct process ids the handler saw
+    (``seen``).  Not recorded, the queue limit is :data:`QUEUE_LIMIT`."""
     app = web.Application()
     receiver: Any = None
     seen: set[str] = set()
+    served_by = "aiohttp"
+    if store.endswith(UVICORN):
+        store, served_by = store.removesuffix(UVICORN), "uvicorn"
     if store in PEERS:
         add_peer(
             app,
@@ -147,8 +159,10 @@ async def serve(
     else:
         from webhooks import TokenVerifier, WebhookReceiver
 
-        # A recorded receiver keeps the default queue limit: it answers 503 past it, as mounted.
-        limits = {} if recorded else {"queue_limit": QUEUE_LIMIT}
+        # A recorded receiver answers 503 past its queue limit (the burst's, or the default).
+        limits = {"queue_limit": queue_limit} if queue_limit else {}
+        if not recorded:
+            limits = {"queue_limit": QUEUE_LIMIT}
         mounted = WebhookReceiver(
             inbox=_inbox(store, Path(workdir), redis_url, prefix, postgres_dsn, schema),
             verifier=TokenVerifier(TOKEN),
@@ -163,8 +177,18 @@ async def serve(
                 seen.add(event.process_id)
                 await asyncio.sleep(0.01)
 
-        mounted.setup(app, "/hooks/")
         receiver = mounted
+        if served_by == "uvicorn":
+            from webhooks.asgi import ReceiverASGI
+
+            await run_uvicorn(
+                io,
+                ReceiverASGI(mounted),
+                lambda port: {"url": f"http://127.0.0.1:{port}/{TOKEN}"},
+                lambda: {**_stats(receiver), "seen": len(seen)},
+            )
+            return
+        mounted.setup(app, "/hooks/")
     await run_server(
         io,
         app,
@@ -197,37 +221,81 @@ async def run_server(
     ready: Callable[[int], dict[str, Any]],
     counters: Callable[[], dict[str, Any]],
 ) -> None:
-    """Serve ``app`` on 127.0.0.1 until stdin closes; ``ready(port)`` is what the parent is told.
-
-    Messages: ``"mark"`` starts the CPU clock (after the warm-up); ``"stats"`` answers the
-    process's CPU seconds since the mark (every thread), its thread waits, and ``counters()``.
-    """
+    """Serve ``app`` on 127.0.0.1 until stdin closes; ``ready(port)`` is what the parent is told,
+    then the parent's messages are answered (:func:`_answer`)."""
     runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
     await runner.setup()
     try:
         site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
         await site.start()
         port = runner.addresses[0][1]
-        # The deployment docs/webhooks.md recommends, applied to every variant alike: once the
-        # app has started, move what start-up made out of the collector's reach, so that full
-        # collections walk only what requests create.
-        gc.freeze()
-        io.ready(ready(port))
-        cpu, waits = time.process_time(), thread_waits()
-        while (message := await io.recv()) is not None:
-            if message == "mark":
-                cpu, waits = time.process_time(), thread_waits()
-                io.send({})
-            elif message == "stats":
-                io.send(
-                    {
-                        "cpu_s": time.process_time() - cpu,
-                        "waits": thread_waits() - waits,
-                        **counters(),
-                    }
-                )
+        await _answer(io, ready(port), counters)
     finally:
         await runner.cleanup()
+
+
+async def run_uvicorn(
+    io: ChildIO,
+    app: Any,
+    ready: Callable[[int], dict[str, Any]],
+    counters: Callable[[], dict[str, Any]],
+) -> None:
+    """Serve the ASGI ``app`` with uvicorn on 127.0.0.1 as :func:`run_server` serves an aiohttp
+    app: no access log, the ASGI lifespan on (it starts and drains the receiver).  uvicorn's
+    C parser (httptools) when installed, else h11, as uvicorn itself chooses; the counters say
+    which (``http``)."""
+    import uvicorn
+
+    http = "httptools" if importlib.util.find_spec("httptools") else "h11"
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=0,
+        http=http,
+        lifespan="on",
+        access_log=False,
+        log_level="warning",
+        backlog=1024,
+    )
+    server = uvicorn.Server(config)
+    serving = asyncio.create_task(server.serve())
+    while not server.started:
+        if serving.done():
+            serving.result()  # the failure to start, raised
+            raise RuntimeError("uvicorn stopped before it started")
+        await asyncio.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        await _answer(io, ready(port), lambda: {**counters(), "http": http})
+    finally:
+        server.should_exit = True
+        await serving
+
+
+async def _answer(
+    io: ChildIO, info: dict[str, Any], counters: Callable[[], dict[str, Any]]
+) -> None:
+    """Say the server is ready (``info``), then answer the parent until stdin closes:
+    ``"mark"`` starts the CPU clock (after the warm-up); ``"stats"`` answers the process's CPU
+    seconds since the mark (every thread), its thread waits, and ``counters()``."""
+    # The deployment docs/webhooks.md recommends, applied to every variant alike: once the
+    # app has started, move what start-up made out of the collector's reach, so that full
+    # collections walk only what requests create.
+    gc.freeze()
+    io.ready(info)
+    cpu, waits = time.process_time(), thread_waits()
+    while (message := await io.recv()) is not None:
+        if message == "mark":
+            cpu, waits = time.process_time(), thread_waits()
+            io.send({})
+        elif message == "stats":
+            io.send(
+                {
+                    "cpu_s": time.process_time() - cpu,
+                    "waits": thread_waits() - waits,
+                    **counters(),
+                }
+            )
 
 
 def thread_waits() -> int:

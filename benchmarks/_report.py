@@ -21,7 +21,14 @@ TITLES = {
     "registry": "4. Registry: pending waiters",
     "e2e": "5. End to end: completion in the sandbox → `wait()` returns",
     "observe": "6. Metrics and tracing on beside off",
+    "asgi": "7. The receiver under uvicorn beside aiohttp",
 }
+
+
+def exit_status(sections: Sequence[Section]) -> int:
+    """``python -m benchmarks``'s exit status: 1 when a goal of ``sections`` was missed, else 0
+    (a goal not measured, its server absent, is said so in the report and does not fail)."""
+    return 1 if any(goal.met is False for section in sections for goal in section.goals) else 0
 
 
 def _verdict(met: bool | None) -> str:
@@ -152,6 +159,17 @@ def splice(previous: str, fresh: str, keys: Sequence[str], note: str) -> str:
     new_rows = _goal_rows(new.get("## Goals", []))
     order = {key: index for index, key in enumerate(SECTIONS)}
     rows = sorted([*kept_rows, *new_rows], key=lambda row: order.get(row.split("|")[1].strip(), -1))
+    # A section run that the previous report lacks (a section added since) goes after the
+    # section before it in the report's order.
+    present = {heading for heading, _ in old}
+    added: dict[str | None, list[str]] = {}
+    before: str | None = None
+    for key in SECTIONS:
+        title = f"## {TITLES[key]}"
+        if title in present:
+            before = title
+        elif key in keys:
+            added.setdefault(before, []).append(title)
     out: list[str] = []
     for heading, lines in old:
         if heading == "":  # the title, the full run's line, the notes of earlier updates
@@ -167,8 +185,11 @@ def splice(previous: str, fresh: str, keys: Sequence[str], note: str) -> str:
                 ),
                 "",
             ]
+            out += [line for title in added.get(None, []) for line in new[title]]
         elif heading in sections or heading in {"## Machine", "## Versions"}:
             out += new[heading] if heading in replaced else lines
+            for title in added.get(heading, []):
+                out += ["", *new[title]] if out[-1] else new[title]
         elif heading in new:  # the quoted soak and findings, as their files hold them now
             out += new[heading]
         # a quoted block the fresh report no longer has (its file is gone) is left out

@@ -1,10 +1,11 @@
-"""The six sections, by key: each runs its helper processes and returns its part of the report."""
+"""The seven sections, by key: each runs its helper processes and returns its part of the report."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 
+from benchmarks._asgi_section import run_asgi
 from benchmarks._client_section import run_client
 from benchmarks._e2e_section import run_e2e
 from benchmarks._env import cpu_ticks, steal_share
@@ -22,6 +23,7 @@ RUNNERS: dict[str, Callable[[Plan], Section]] = {
     "registry": run_registry,
     "e2e": run_e2e,
     "observe": run_observe,
+    "asgi": run_asgi,
 }
 
 

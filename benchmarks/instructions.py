@@ -1,6 +1,6 @@
-"""``python -m benchmarks.instructions [--baseline REF] [--requests N] [--variants a,b,...]``:
-the receiver's CPU work per delivery as instructions counted by valgrind, which the machine's
-load does not move.
+"""``python -m benchmarks.instructions [--baseline REF] [--requests N] [--variants a,b,...]``,
+``--record`` and ``--check``: the receiver's CPU work per delivery and the client's per request as
+instructions counted by valgrind, which the machine's load does not move.
 
 The receiver section's CPU per request moves by 15 to 30 % from one block of load to the next on a
 shared machine, more than most changes a commit makes.  Here each server (the receiver section's
@@ -11,27 +11,40 @@ a percent from run to run whatever else the machine does.  Instructions are not 
 miss or a system call costs more than its count), so this tells what a change of the code adds or
 saves, and the receiver section tells what it costs on a machine.
 
+The client variants (``client-create``, ``client-get``; ``aiohttp-create``, ``aiohttp-get``
+for raw aiohttp) count a client process the same way: after a warm-up, ``N`` calls at 16 at a time
+against the minimal server (``_api.py``, not counted).  Every create names a new asset, so the
+client plans each one afresh (``_client_bench.asset_map``).
+
 With ``--baseline REF`` the receivers also run on git ``REF``'s packages (as
-``benchmarks.sidebyside`` does), and the table holds both.  Needs valgrind (Debian: ``apt-get
-install valgrind``); Redis or PostgreSQL for the variants that use them.
+``benchmarks.sidebyside`` does), and the table holds both.
+
+The gate: ``--record`` counts :data:`GATE_VARIANTS` (the client's create and get, the receiver on
+each store) at :data:`GATE_REQUESTS` and writes them to :data:`BASELINE`; ``--check`` counts them
+again and exits 1 when one rose beyond its tolerance (:data:`TOLERANCE`, :data:`TOLERANCES`),
+naming the figure and the command that records a new baseline on purpose.  ``make test`` runs the
+check (``tests/benchmarks/test_gate.py``).  Needs valgrind (Debian: ``apt-get install
+valgrind``); Redis or PostgreSQL for the variants that use them.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import shutil
 import subprocess
 import sys
 import tempfile
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Final
 
 import aiohttp
 
 from benchmarks._env import POSTGRES_DSN, REDIS_URL, git_revision
-from benchmarks._procs import Child
+from benchmarks._procs import Child, serving
 from benchmarks._receiver_bench import body_for
 from benchmarks._receiver_run import NAMES, PEER_OF, backend
 from benchmarks._shared import (
@@ -48,6 +61,38 @@ from benchmarks.sidebyside import baseline_packages
 
 DEFAULT_VARIANTS: Final = ("bare", "memory-peer", "memory", "sqlite-peer", "sqlite")
 RECEIVERS: Final = frozenset(PEER_OF)
+CLIENTS: Final = {
+    "client-create": ("sdk", "create", "asyncsdk Client: processes.create, a new asset each"),
+    "client-create-same": (
+        "sdk-same",
+        "create",
+        "asyncsdk Client: processes.create, the same asset each (plan memo hits)",
+    ),
+    "client-get": ("sdk", "get", "asyncsdk Client: processes.get"),
+    "aiohttp-create": ("aiohttp", "create", "raw aiohttp: POST /v3/process, a new asset each"),
+    "aiohttp-get": ("aiohttp", "get", "raw aiohttp: GET /v3/process/{id}"),
+}
+"""Client variants: (implementation of ``_client_bench``, phase, name)."""
+RAW_OF: Final = {
+    "client-create": "aiohttp-create",
+    "client-create-same": "aiohttp-create",
+    "client-get": "aiohttp-get",
+}
+ALL_NAMES: Final = {**NAMES, **{variant: name for variant, (_, _, name) in CLIENTS.items()}}
+GATE_VARIANTS: Final = ("client-create", "client-get", "memory", "sqlite", "redis", "postgres")
+"""What the gate holds to its baseline: this project's code, on every store."""
+GATE_REQUESTS: Final = 300
+"""Requests (deliveries) per variant of the gate: enough for a count steady to a percent or two,
+few enough for ``make test`` (valgrind runs Python some 50 times slower)."""
+BASELINE: Final = Path(__file__).resolve().parent / "baseline.json"
+TOLERANCE: Final = 0.03
+"""A count may rise by this share over the baseline before the gate fails."""
+TOLERANCES: Final = {"sqlite": 0.045, "redis": 0.045, "postgres": 0.045}
+"""Wider tolerances where a count moves from run to run by itself, by how the concurrent
+deliveries happen to share a commit or a round trip: SQLite's group commits, redis-py's
+pipelines, asyncpg's pool (six counts of one tree: SQLite 2.5 % apart, Redis 2.3 %, PostgreSQL
+2.8 %; FINDINGS, "The gate").  Still under 5 %: a delivery 5 % dearer fails on every store."""
+RECORD_COMMAND: Final = "python -m benchmarks.instructions --record"
 CONNECTIONS: Final = 16
 STARTUP_TIMEOUT: Final = 180.0
 """Seconds a server may take to start under valgrind (tens of times slower than without)."""
@@ -128,19 +173,96 @@ def count(variant: str, requests: int, folder: Path, packages: Path | None = Non
     raise SystemExit(f"{dump}: no instruction total in callgrind's output")
 
 
+def count_client(variant: str, requests: int, server: dict[str, str], folder: Path) -> float:
+    """Instructions per call of one client process of ``variant`` (one of :data:`CLIENTS`)."""
+    impl, phase, _ = CLIENTS[variant]
+    out = folder / f"{variant}-{uuid.uuid4().hex[:10]}.callgrind"
+    job = {**server, "impl": impl, "phase": phase, "requests": requests, "concurrency": CONNECTIONS}
+    child = Child(
+        "_client_bench:counted_calls",
+        job,
+        wrapper=[
+            "valgrind",
+            "--tool=callgrind",
+            "--instr-atstart=no",
+            f"--callgrind-out-file={out}",
+        ],
+    )
+    try:
+        child.ready(timeout=STARTUP_TIMEOUT)
+        _callgrind(child.pid, "--instr=on")
+        child.send("go")
+        child.recv(timeout=60 * 30)
+        _callgrind(child.pid, "--dump")
+        child.send("done")
+    finally:
+        child.stop()
+    dump = out.with_name(out.name + ".1")
+    for line in dump.read_text().splitlines():
+        if line.startswith(("summary:", "totals:")):
+            return int(line.split()[1]) / requests
+    raise SystemExit(f"{dump}: no instruction total in callgrind's output")
+
+
+def count_all(
+    variants: list[str], requests: int, folder: Path, *, at_once: int = 1
+) -> dict[str, float]:
+    """Instructions per request of each of ``variants`` (clients and servers), ``at_once``
+    counted side by side (a count does not depend on what else runs; only the wall time does)."""
+    with serving("_api:serve") as server, ThreadPoolExecutor(at_once) as pool:
+
+        def one(variant: str) -> float:
+            print(f"[instructions] {variant} ...", file=sys.stderr, flush=True)
+            if variant in CLIENTS:
+                return count_client(variant, requests, server, folder)
+            return count(variant, requests, folder)
+
+        return dict(zip(variants, pool.map(one, variants), strict=True))
+
+
+def tolerance(variant: str) -> float:
+    """The share a count of ``variant`` may rise over its baseline before the gate fails."""
+    return TOLERANCES.get(variant, TOLERANCE)
+
+
+def compare(counts: dict[str, float], baseline: dict[str, float]) -> list[str]:
+    """The gate's verdict: one line per count that rose over its baseline beyond its tolerance
+    (empty: passed).  A variant without a baseline is a failure too: record one."""
+    failures = []
+    for variant, mine in counts.items():
+        theirs = baseline.get(variant)
+        if theirs is None:
+            failures.append(f"{ALL_NAMES[variant]}: no baseline; record one with {RECORD_COMMAND}")
+            continue
+        if mine > theirs * (1 + tolerance(variant)):
+            failures.append(
+                f"{ALL_NAMES[variant]}: {mine:,.0f} instructions per request, "
+                f"{100 * (mine / theirs - 1):+.1f} % over the baseline's {theirs:,.0f} "
+                f"(tolerance {100 * tolerance(variant):g} %).  If the cost is meant, record it: "
+                f"{RECORD_COMMAND}"
+            )
+    return failures
+
+
+def read_baseline(path: Path = BASELINE) -> dict[str, object]:
+    """The recorded baseline: ``{"commit", "requests", "counts": {variant: count}}``."""
+    data: dict[str, object] = json.loads(path.read_text())
+    return data
+
+
 def report(
     counts: dict[str, float], baseline: dict[str, float], commit: str, requests: int
 ) -> list[str]:
-    header = ["variant", "instructions per delivery", "x bare", "x peer"]
+    header = ["variant", "instructions per request", "x bare", "x peer (raw aiohttp)"]
     if baseline:
         header += [f"git {commit}", "this / baseline"]
     rows = []
     for variant, mine in counts.items():
-        peer = counts.get(PEER_OF.get(variant, ""))
+        peer = counts.get(PEER_OF.get(variant, "")) or counts.get(RAW_OF.get(variant, ""))
         row = [
-            NAMES[variant],
+            ALL_NAMES[variant],
             f"{mine:,.0f}",
-            fmt(mine / counts["bare"], 2) if "bare" in counts else "",
+            fmt(mine / counts["bare"], 2) if "bare" in counts and variant in NAMES else "",
             fmt(mine / peer, 2) if peer else "",
         ]
         if baseline:
@@ -151,28 +273,64 @@ def report(
             ]
         rows.append(row)
     return [
-        f"Instructions per delivery (valgrind's callgrind), this tree (git {git_revision()}): "
-        f"{requests:,} deliveries over {CONNECTIONS} connections after a warm-up, every one a "
-        "new event; no handler.",
+        f"Instructions per request (valgrind's callgrind), this tree (git {git_revision()}): "
+        f"{requests:,} requests {CONNECTIONS} at a time after a warm-up; a delivery a new event "
+        "each, no handler; a create a new asset each.",
         "",
         *table(header, rows),
     ]
 
 
+def _gate(args: argparse.Namespace, folder: Path) -> int:
+    """``--record`` or ``--check``."""
+    if args.record:
+        counts = count_all(list(GATE_VARIANTS), args.requests or GATE_REQUESTS, folder, at_once=2)
+        recorded = {
+            "commit": git_revision(),
+            "requests": args.requests or GATE_REQUESTS,
+            "counts": {variant: round(found) for variant, found in counts.items()},
+        }
+        BASELINE.write_text(json.dumps(recorded, indent=2) + "\n")
+        print("\n".join(report(counts, {}, "", recorded["requests"])))  # type: ignore[arg-type]
+        print(f"recorded {BASELINE}")
+        return 0
+    baseline = read_baseline()
+    requests = int(baseline["requests"])  # type: ignore[call-overload]
+    theirs: dict[str, float] = baseline["counts"]  # type: ignore[assignment]
+    counts = count_all(list(GATE_VARIANTS), requests, folder, at_once=2)
+    print("\n".join(report(counts, theirs, str(baseline["commit"]), requests)))
+    failures = compare(counts, theirs)
+    for line in failures:
+        print(f"GATE: {line}")
+    return 1 if failures else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.instructions")
     parser.add_argument("--baseline", metavar="REF", help="also count the receivers of git REF")
-    parser.add_argument("--requests", type=int, default=2000, help="deliveries counted")
+    parser.add_argument("--requests", type=int, default=None, help="requests counted (2000)")
     parser.add_argument(
         "--variants",
         default=",".join(DEFAULT_VARIANTS),
-        help=f"comma-separated, of {', '.join(NAMES)}",
+        help=f"comma-separated, of {', '.join(ALL_NAMES)}",
+    )
+    gate = parser.add_mutually_exclusive_group()
+    gate.add_argument(
+        "--record",
+        action="store_true",
+        help=f"count the gate's variants and write them to {BASELINE.name} (a cost meant)",
+    )
+    gate.add_argument(
+        "--check",
+        action="store_true",
+        help=f"count the gate's variants; exit 1 if one rose over {BASELINE.name}",
     )
     args = parser.parse_args(argv)
-    variants = [v for v in args.variants.split(",") if v]
-    unknown = [v for v in variants if v not in NAMES]
+    variants = list(GATE_VARIANTS) if args.record or args.check else args.variants.split(",")
+    variants = [v for v in variants if v]
+    unknown = [v for v in variants if v not in ALL_NAMES]
     if unknown:
-        parser.error(f"unknown variant(s) {', '.join(unknown)}; choose from {', '.join(NAMES)}")
+        parser.error(f"unknown variant(s) {', '.join(unknown)}; choose from {', '.join(ALL_NAMES)}")
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         parser.error("valgrind is needed: apt-get install valgrind")
     for server, problem in (("redis", redis_problem()), ("postgres", postgres_problem())):
@@ -180,10 +338,10 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"the {server} variants need their server: {problem}")
     with tempfile.TemporaryDirectory(prefix="bench-instructions-") as tmp:
         folder = Path(tmp)
-        counts = {}
-        for variant in variants:
-            print(f"[instructions] {variant} ...", file=sys.stderr, flush=True)
-            counts[variant] = count(variant, args.requests, folder)
+        if args.record or args.check:
+            return _gate(args, folder)
+        requests = args.requests or 2000
+        counts = count_all(variants, requests, folder)
         baseline: dict[str, float] = {}
         commit = ""
         if args.baseline:
@@ -191,8 +349,8 @@ def main(argv: list[str] | None = None) -> int:
                 for variant in variants:
                     if variant in RECEIVERS:
                         print(f"[instructions] {variant} @ {commit} ...", file=sys.stderr)
-                        baseline[variant] = count(variant, args.requests, folder, packages)
-    print("\n".join(report(counts, baseline, commit, args.requests)))
+                        baseline[variant] = count(variant, requests, folder, packages)
+    print("\n".join(report(counts, baseline, commit, requests)))
     return 0
 
 

@@ -1,4 +1,5 @@
-"""``python -m benchmarks.postgres_puts [DSN]``: what batching PostgresInbox puts buys.
+"""``python -m benchmarks.postgres_puts [DSN]``: what batching PostgresInbox puts buys (a DSN
+through PgBouncer, ``...?pooler=transaction``, measures both through it).
 
 64 coroutines put 4000 distinct events at once.  ``batched`` is :class:`webhooks.PostgresInbox`
 (the puts that arrive together share one statement and one commit); ``one by one`` runs the same
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+import urllib.parse
 import uuid
 from collections.abc import Awaitable, Callable
 
@@ -56,9 +58,21 @@ async def _measure(name: str, put: Callable[[int], Awaitable[object]]) -> None:
     )
 
 
+def _plain(dsn: str) -> tuple[str, dict[str, int]]:
+    """``dsn`` as asyncpg takes it, and its options: the inbox's ``?pooler=`` is read by the
+    package only; through a pooler in transaction mode, no prepared statement is kept."""
+    parts = urllib.parse.urlsplit(dsn)
+    query = urllib.parse.parse_qsl(parts.query)
+    pooler = dict(query).get("pooler")
+    kept = urllib.parse.urlencode([(k, v) for k, v in query if k != "pooler"])
+    options = {"statement_cache_size": 0} if pooler == "transaction" else {}
+    return urllib.parse.urlunsplit(parts._replace(query=kept)), options
+
+
 async def main(dsn: str) -> None:
     schemas = [f"bench_{uuid.uuid4().hex[:16]}" for _ in range(2)]
-    admin = await asyncpg.connect(dsn)
+    plain, options = _plain(dsn)
+    admin = await asyncpg.connect(plain, **options)
     try:
         inbox = PostgresInbox(dsn, schema=schemas[0])
         try:
@@ -75,7 +89,7 @@ async def main(dsn: str) -> None:
             f"INSERT INTO {table} (dedup_key, event, raw) VALUES ($1, $2, $3)"  # noqa: S608
             " ON CONFLICT (dedup_key) DO NOTHING RETURNING id"
         )
-        pool = await asyncpg.create_pool(dsn, min_size=16, max_size=16)
+        pool = await asyncpg.create_pool(plain, min_size=16, max_size=16, **options)
         try:
             await _measure("one by one", lambda n: pool.fetchval(insert, f"p-{n}", b"{}", b"{}"))
         finally:

@@ -28,7 +28,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Final
 
-from benchmarks._client_bench import ASSET_MAP, TOOL, WIDGETS
+from benchmarks._client_bench import TOOL, WIDGETS, asset_map
 
 SHORT: Final = {"space": "bedroom", "style": "modern"}
 
@@ -45,11 +45,11 @@ async def plan_cost(calls: int, rounds: int) -> dict[str, list[float]]:
     ):
         forms: dict[str, Any] = {"wire": WIDGETS, "short": SHORT}
         for label, widgets in forms.items():
-            await client.processes.prepare(TOOL, ASSET_MAP, widgets)  # the catalogue, cached
+            await client.processes.prepare(TOOL, asset_map(1), widgets)  # the catalogue, cached
             for _ in range(rounds):
                 started = time.process_time()
                 for _ in range(calls):
-                    await client.processes.prepare(TOOL, ASSET_MAP, widgets)
+                    await client.processes.prepare(TOOL, asset_map(1), widgets)
                 costs.setdefault(label, []).append((time.process_time() - started) / calls * 1e6)
     return costs
 

@@ -36,7 +36,7 @@ FLAGS = (
 )
 
 if TYPE_CHECKING:  # playwright itself is imported when a browser is asked for
-    from playwright.async_api import BrowserContext, Page
+    from playwright.async_api import BrowserContext, CDPSession, Page
 
 
 def chromium_problem() -> str | None:
@@ -116,9 +116,16 @@ class Browser:
 
     async def cdp(self, watched: Watched, method: str, params: dict[str, Any]) -> Any:
         """Send one DevTools protocol command about ``watched``'s page and return its answer."""
+        async with self.cdp_session(watched) as session:
+            return await session.send(method, params)
+
+    @contextlib.asynccontextmanager
+    async def cdp_session(self, watched: Watched) -> AsyncIterator[CDPSession]:
+        """A DevTools protocol session on ``watched``'s page, for commands that build on each
+        other (the node ids of ``DOM.getDocument`` hold within one session only)."""
         session = await self.context.new_cdp_session(watched.page)
         try:
-            return await session.send(method, params)
+            yield session
         finally:
             await session.detach()
 

@@ -13,16 +13,46 @@ and returns its namespace, so that a test can call what the block defines with t
 address, a Redis prefix of its own or a temporary folder.  A block is never run with
 ``__name__ == "__main__"``, so its ``if __name__ == "__main__":`` part (the command a reader runs)
 stays out of the test.
+
+A Python block that is not a whole program (a few lines of a program shown whole elsewhere, a test
+for a reader's own suite) says so, and why, on the line before its fence instead::
+
+    <!-- fragment: the lines of the receiver above that replay a dead letter -->
+
+:func:`python_blocks` lists every Python block of a page with that line, for the test that every
+block is run or marked (``tests/docs/test_guide_blocks.py``).
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKED = re.compile(r"^<!-- test: ([\w-]+) -->\n```python\n(.*?)^```$", re.M | re.S)
+TEST = re.compile(r"<!-- test: ([\w-]+) -->")
+FRAGMENT = re.compile(r"<!-- fragment: (.+) -->")
+
+
+class Block(NamedTuple):
+    """A Python block of a page: its first line's number, the line before its fence, its code."""
+
+    line: int
+    marker: str
+    code: str
+
+
+def python_blocks(page: Path) -> list[Block]:
+    """Every ```` ```python ```` block of ``page``, marked or not, in order."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    blocks = []
+    for number, line in enumerate(lines):
+        if line == "```python":
+            end = lines.index("```", number + 1)
+            before = lines[number - 1] if number else ""
+            blocks.append(Block(number + 1, before, "\n".join(lines[number + 1 : end]) + "\n"))
+    return blocks
 
 
 def code_blocks(page: Path) -> dict[str, str]:

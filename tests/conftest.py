@@ -9,12 +9,14 @@ fail: a CI run must not go green by skipping them.  ``ASYNCSDK_TEST_REDIS_URL`` 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TYPE_CHECKING
 
 import pytest
+from own_servers import own_pgbouncer
 
 if TYPE_CHECKING:
     import redis.asyncio
@@ -115,3 +117,41 @@ async def postgres_schema(postgres_dsn: str) -> AsyncIterator[str]:
         await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     finally:
         await conn.close()
+
+
+_POOL_SIZES = {"transaction": 4, "session": 40}
+
+
+@pytest.fixture(scope="session")
+def through_pgbouncer(postgres_dsn: str) -> Iterator[Callable[[str], str]]:
+    """``through_pgbouncer(mode)``: a DSN of the test database through a PgBouncer of the test
+    run's own in ``mode`` (``transaction`` or ``session``), saying so (``?pooler=MODE``); each
+    PgBouncer is started at its first use and stopped at the end of the run.
+
+    In transaction mode four server connections serve every client (so clients' transactions do
+    share them); in session mode each client connection holds one, so there are enough for a
+    test's several registries' pools."""
+    with contextlib.ExitStack() as stack:
+        started: dict[str, str] = {}
+
+        def through(mode: str) -> str:
+            if mode not in started:
+                server = stack.enter_context(own_pgbouncer(postgres_dsn, mode, _POOL_SIZES[mode]))
+                started[mode] = f"{server.url}?pooler={mode}"
+            return started[mode]
+
+        yield through
+
+
+@pytest.fixture(params=["direct", "pgbouncer-transaction", "pgbouncer-session"])
+def store_dsn(
+    request: pytest.FixtureRequest,
+    postgres_dsn: str,
+    through_pgbouncer: Callable[[str], str],
+) -> str:
+    """The test database's DSN: direct, then through PgBouncer in each pool mode (for the
+    PostgreSQL contract suites)."""
+    route = str(request.param)
+    if route == "direct":
+        return postgres_dsn
+    return through_pgbouncer(route.removeprefix("pgbouncer-"))

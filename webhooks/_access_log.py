@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from aiohttp import web
 from aiohttp.web_log import AccessLogger
 
-from webhooks._intake import INTAKE_KEY
+from webhooks._aiohttp_intake import INTAKE_KEY
 from webhooks._verify import TOKEN_PARAM
 
 __all__ = ["RedactingAccessLogger"]

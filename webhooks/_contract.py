@@ -406,11 +406,13 @@ class Delivery:
 
 @attrs.frozen
 class Rejection:
-    """Refuse the delivery with ``status``; ``code`` is the metrics label, ``reason`` the text."""
+    """Refuse the delivery with ``status``; ``code`` is the metrics label, ``reason`` the text,
+    ``headers`` what the answer adds (a 415's ``Accept-Encoding``)."""
 
     status: int
     code: str
     reason: str
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @attrs.frozen

@@ -46,9 +46,13 @@ class EventReceiver(ReceiverCore[WebhookEvent]):
     ``verifier``: who may deliver (:class:`~webhooks.StandardWebhooksVerifier`, or your own
     :class:`~webhooks.Verifier` for another signing scheme).  ``options``: the limits and
     settings of :class:`~webhooks.WebhookReceiver` (``max_body``, ``put_timeout``, ``workers``,
-    ``handler_timeout``, ``max_attempts``, ``queue_limit``, ``telemetry``...), less those only
-    the service's events have (``client``, ``registry``, ``process_filter``, ``fetch_timeout``,
-    ``not_finished_delay``).
+    ``handler_timeout``, ``max_attempts``, ``queue_limit``, ``drain_timeout``, ``telemetry``,
+    ``metrics_route``, ``health_routes``...), less those only the service's events have
+    (``client``, ``registry``, ``process_filter``, ``fetch_timeout``, ``not_finished_delay``).
+
+    One node of a group on a shared store, in one call: :meth:`from_redis`,
+    :meth:`from_postgres` or :meth:`from_backend` build the inbox (on a prefix or schema of this
+    receiver's own, never the service receiver's) and close it when the receiver stops.
     """
 
     def __init__(

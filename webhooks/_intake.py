@@ -1,4 +1,8 @@
-"""One delivery's request path, the same for every event kind.
+"""One delivery's request path, the same for every event kind and every web framework.
+
+Sans-I/O: :meth:`Intake.deliver` takes what any framework gives (the path token, lower-case
+headers, a :class:`Body`) and returns the :class:`Answer`; a framework adapter
+(``webhooks/_aiohttp_intake.py``, ``webhooks/asgi.py``) only translates its request and response.
 
 In order, and never slower than the store's commit: a token in the path (before a byte of the
 body is read), body-size cap (Content-Length, then while
@@ -17,11 +21,9 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 import attrs
-from aiohttp import hdrs, web
-from multidict import CIMultiDictProxy
 
 from webhooks._backpressure import SharedDepth
 from webhooks._contract import Delivery, Ignored, Rejection, StoredEvent, Verifier
@@ -33,10 +35,10 @@ from webhooks._observe import (
     ReceiverTelemetry,
     log_fields,
 )
-from webhooks._parse import check_content_type
+from webhooks._parse import check_content_encoding, check_content_type
 from webhooks._verify import TOKEN_PARAM
 
-__all__ = ["INTAKE_KEY", "Intake", "ProcessFilter"]
+__all__ = ["Answer", "Body", "BodyUnreadable", "Intake", "ProcessFilter"]
 
 logger = logging.getLogger("webhooks")
 
@@ -45,19 +47,57 @@ ProcessFilter = Callable[[str], Awaitable[bool]]
 E = TypeVar("E", bound=StoredEvent)
 
 _READ_CHUNK: Final = 64 * 1024
-_JSON_HEADERS: Final = {hdrs.CONTENT_TYPE: "application/json; charset=utf-8"}
-_OK_BODIES: Final = {
-    status: json.dumps({"status": status}).encode()
+_READ_TIMEOUT: Final = "read_timeout"
+"""The code of a body that took longer than ``read_timeout`` to arrive."""
+_JSON_HEADERS: Final = {"Content-Type": "application/json; charset=utf-8"}
+
+
+@attrs.frozen
+class Answer:
+    """What the receiver answers one request: ``status``, ``headers``, ``body``; ``close``: the
+    connection closes after it (the rest of the request body is left unread)."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+    close: bool = False
+
+
+class BodyUnreadable(Exception):
+    """A framework adapter's body could not be read (the connection broke, or the body does not
+    decode as its ``Content-Encoding`` says); ``name`` says what went wrong, for the answer."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+class Body(Protocol):
+    """A request body as a framework adapter gives it to :meth:`Intake.deliver`, which applies
+    the size cap and the read timeout.  Both methods raise :class:`BodyUnreadable`.
+    ``decoded``: the ``Content-Encoding`` codings the adapter's server decodes before the body
+    reaches it (any other coding is answered 415)."""
+
+    @property
+    def decoded(self) -> tuple[str, ...]: ...
+
+    def arrived(self) -> bytes | None:
+        """The whole body if it has arrived already (read without waiting), else ``None``."""
+
+    async def chunk(self) -> bytes:
+        """The next part of the body; ``b""`` at its end."""
+
+
+_OK: Final = {
+    status: Answer(200, _JSON_HEADERS, json.dumps({"status": status}).encode())
     for status in ("accepted", "duplicate", "ignored")
 }
 
 
-def _lower_case(headers: CIMultiDictProxy[str]) -> dict[str, str]:
-    """The request's headers as a verifier sees them: lower-case names, the first value of each."""
-    lowered: dict[str, str] = {}
-    for name, value in headers.items():
-        lowered.setdefault(name.lower(), value)
-    return lowered
+def _json_answer(
+    status: int, error: str, headers: Mapping[str, str] = _JSON_HEADERS, close: bool = False
+) -> Answer:
+    return Answer(status, headers, json.dumps({"error": error}).encode(), close)
 
 
 class _Deadlines:
@@ -131,46 +171,46 @@ class Intake(Generic[E]):
     def __attrs_post_init__(self) -> None:
         self._deadlines = _Deadlines(self.put_timeout)
 
-    def _refuse(self, rejection: Rejection) -> web.Response:
+    def _refuse(self, rejection: Rejection, close: bool = False) -> Answer:
         self.metrics.rejected[rejection.code] += 1
         logger.debug("webhook delivery refused with %d (%s)", rejection.status, rejection.code)
-        response = web.json_response({"error": rejection.reason}, status=rejection.status)
-        if rejection.status == 413:
-            response.force_close()  # the rest of the body is not read
-        return response
-
-    def _unavailable(self, code: str, reason: str) -> web.Response:
-        self.metrics.unavailable[code] += 1
-        return web.json_response(
-            {"error": reason},
-            status=503,
-            headers={hdrs.RETRY_AFTER: str(self.retry_after)},
+        # A 413 leaves the rest of the body unread: the connection closes.
+        headers = {**_JSON_HEADERS, **dict(rejection.headers)} if rejection.headers else None
+        return _json_answer(
+            rejection.status,
+            rejection.reason,
+            _JSON_HEADERS if headers is None else headers,
+            close=close or rejection.status == 413,
         )
 
-    def _ok(self, status: str, started: float) -> web.Response:
+    def _unavailable(self, code: str, reason: str, close: bool = False) -> Answer:
+        self.metrics.unavailable[code] += 1
+        headers = {**_JSON_HEADERS, "Retry-After": str(self.retry_after)}
+        return _json_answer(503, reason, headers, close)
+
+    def _ok(self, status: str, started: float) -> Answer:
         self.metrics.ack_latency.observe(time.perf_counter() - started)
-        return web.Response(body=_OK_BODIES[status], headers=_JSON_HEADERS)
+        return _OK[status]
 
     def _too_large(self) -> Rejection:
         return Rejection(413, "too_large", f"body exceeds {self.max_body} bytes; send one event")
 
-    async def _read_body(self, request: web.Request) -> bytes | Rejection:
-        content = request.content
-        if content.is_eof():
+    async def _read_body(self, body: Body) -> bytes | Rejection:
+        try:
+            whole = body.arrived()
+        except BodyUnreadable as exc:
+            return Rejection(400, "bad_body", f"could not read the body: {exc.name}")
+        if whole is not None:
             # The whole body is buffered already: nothing to wait for, so no timer.
-            try:
-                body = content.read_nowait()
-            except (OSError, ValueError, web.HTTPException, web.RequestPayloadError) as exc:
-                return Rejection(400, "bad_body", f"could not read the body: {type(exc).__name__}")
-            if len(body) > self.max_body:
+            if len(whole) > self.max_body:
                 return self._too_large()
-            return body
+            return whole
         chunks: list[bytes] = []
         size = 0
         try:
             async with asyncio.timeout(self.read_timeout):
                 while True:
-                    chunk = await request.content.read(_READ_CHUNK)
+                    chunk = await body.chunk()
                     if not chunk:
                         break
                     size += len(chunk)
@@ -178,51 +218,40 @@ class Intake(Generic[E]):
                         return self._too_large()
                     chunks.append(chunk)
         except TimeoutError:
-            return Rejection(408, "read_timeout", "the body took too long to arrive")
-        except (OSError, ValueError, web.HTTPException, web.RequestPayloadError) as exc:
-            # RequestPayloadError: a body that does not decode as its Content-Encoding says.
-            return Rejection(400, "bad_body", f"could not read the body: {type(exc).__name__}")
+            return Rejection(408, _READ_TIMEOUT, "the body took too long to arrive")
+        except BodyUnreadable as exc:
+            return Rejection(400, "bad_body", f"could not read the body: {exc.name}")
         return b"".join(chunks)
 
-    def _refuse_unread(self, request: web.Request, rejection: Rejection) -> web.Response:
-        """Refuse a request whose body is left unread, or could not be decoded, on a connection
-        that then closes.
-
-        aiohttp reads what is left of a body after the answer, to keep the connection; a body
-        that already failed to decode as its ``Content-Encoding`` says would then be logged as
-        an unhandled exception.  Such a body is marked ended here: nothing more is read.
-        """
-        if request.content.exception() is not None:
-            request.content.feed_eof()
-        response = self._refuse(rejection)
-        response.force_close()
-        return response
-
-    async def handle(self, request: web.Request) -> web.StreamResponse:
-        """The sub-application's route handler: the token (if any) comes from the matched route."""
-        return await self.receive(request.match_info, request)
-
-    async def receive(
-        self, path_params: Mapping[str, str], request: web.Request, *, token_routed: bool = False
-    ) -> web.StreamResponse:
-        """One delivery, from the first byte to the answer (in a span when tracing is on).
-
-        ``token_routed``: the request came by the exact route of one of the verifier's
-        :attr:`~webhooks.Verifier.path_tokens` (what :meth:`~webhooks.WebhookReceiver.setup`
-        adds), so its path token needs no check before the body is read.
-        """
-        with self.telemetry.delivery() as span:
-            response = await self._receive(path_params, request, span, token_routed)
-            span.answered(response.status)
-            return response
-
-    async def _receive(
+    async def deliver(
         self,
         path_params: Mapping[str, str],
-        request: web.Request,
+        headers: Mapping[str, str],
+        body: Body,
+        *,
+        token_routed: bool = False,
+    ) -> Answer:
+        """One delivery, from the first byte to the answer (in a span when tracing is on).
+
+        ``path_params``: the token in the path, if any (``{"token": ...}``); ``headers``: the
+        request's headers as a verifier sees them, lower-case names and the first value of each.
+        ``token_routed``: the request came by the exact route of one of the verifier's
+        :attr:`~webhooks.Verifier.path_tokens`, so its path token needs no check before the body
+        is read.  An answer with ``close`` set leaves the rest of the body unread.
+        """
+        with self.telemetry.delivery() as span:
+            answer = await self._deliver(path_params, headers, body, span, token_routed)
+            span.answered(answer.status)
+            return answer
+
+    async def _deliver(
+        self,
+        path_params: Mapping[str, str],
+        headers: Mapping[str, str],
+        body: Body,
         span: DeliverySpan,
         token_routed: bool,
-    ) -> web.StreamResponse:
+    ) -> Answer:
         started = time.perf_counter()
         self.metrics.received += 1
         if not self.is_running():
@@ -231,28 +260,27 @@ class Intake(Generic[E]):
             # The token first, with the body unread: a stranger's body is never read, inflated
             # or decoded (the verifier checks the full delivery again below).  A token routed
             # exactly is one the verifier listed: a stranger cannot reach that route.
-            rejection = self.verifier.verify(
-                Delivery(_lower_case(request.headers), path_params, b"")
-            )
+            rejection = self.verifier.verify(Delivery(headers, path_params, b""))
             if rejection is not None:
-                return self._refuse_unread(request, rejection)
+                return self._refuse(rejection, close=True)
 
-        length = request.content_length
-        if length is not None and length > self.max_body:
+        length = headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_body:
             return self._refuse(self._too_large())
-        content_type = request.headers.get(hdrs.CONTENT_TYPE)
-        rejection = check_content_type(content_type)
+        rejection = check_content_type(headers.get("content-type")) or check_content_encoding(
+            headers.get("content-encoding"), body.decoded
+        )
         if rejection is not None:
             return self._refuse(rejection)
-        body = await self._read_body(request)
-        if isinstance(body, Rejection):
-            return self._refuse_unread(request, body)
+        raw = await self._read_body(body)
+        if isinstance(raw, Rejection):
+            if raw.code == _READ_TIMEOUT and not self.is_running():
+                # The drain began while the body was arriving: a server reads nothing more on a
+                # connection it closes at shutdown, so the sender was not slow; it retries.
+                return self._unavailable("stopping", "the receiver stopped; retry later", True)
+            return self._refuse(raw, close=True)
 
-        delivery = Delivery(
-            headers=_lower_case(request.headers),
-            path_params=path_params,
-            body=body,
-        )
+        delivery = Delivery(headers=headers, path_params=path_params, body=raw)
         rejection = self.verifier.verify(delivery)
         if rejection is not None:
             return self._refuse(rejection)
@@ -277,9 +305,9 @@ class Intake(Generic[E]):
 
         if not self.depth.under(self.queue_limit) and await self.depth.over(self.queue_limit):
             return self._unavailable("queue_full", "too many events waiting; retry later")
-        return await self._store(event, body, started)
+        return await self._store(event, raw, started)
 
-    async def _store(self, event: E, body: bytes, started: float) -> web.Response:
+    async def _store(self, event: E, body: bytes, started: float) -> Answer:
         try:
             # The write goes ahead whatever becomes of ``answer``: a client that hangs up (with
             # handler_cancellation on) or the deadline only stops this request waiting for it.
@@ -303,7 +331,7 @@ class Intake(Generic[E]):
             return self._unavailable("store_unavailable", "the event store is unavailable")
         return self._answer_stored(event, stored, started)
 
-    def _answer_stored(self, event: E, stored: bool, started: float) -> web.Response:
+    def _answer_stored(self, event: E, stored: bool, started: float) -> Answer:
         if logger.isEnabledFor(logging.DEBUG):
             outcome = "stored" if stored else "a duplicate"
             logger.debug("webhook for %s is %s", event.summary, outcome, extra=log_fields(event))
@@ -313,7 +341,3 @@ class Intake(Generic[E]):
             return self._ok("accepted", started)
         self.metrics.duplicate += 1
         return self._ok("duplicate", started)
-
-
-INTAKE_KEY: Final = web.AppKey("webhooks.intake", Intake[Any])
-"""Marks a receiver's own application (the one :attr:`WebhookReceiver.app` builds)."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any, Final
 
 import attrs
@@ -68,6 +69,26 @@ _PLAIN_JSON: Final = frozenset(("application/json", "application/json; charset=u
 
 
 _EMPTY_BODY: Final = Rejection(400, "empty_body", "empty body; send the event as a JSON object")
+
+
+def check_content_encoding(encoding: str | None, decodable: Sequence[str]) -> Rejection | None:
+    """Accept a body sent as is (no ``Content-Encoding``, or ``identity``) or in one of the
+    ``decodable`` codings (which the server decoded before the receiver reads it); anything
+    else, several codings included, is 415 naming what is accepted (``Accept-Encoding``, as RFC
+    9110 section 15.5.16 asks)."""
+    if not encoding:
+        return None
+    coding = encoding.strip().lower()
+    if coding == "identity" or coding in decodable:
+        return None
+    accepted = ", ".join(("identity", *decodable))
+    return Rejection(
+        415,
+        "content_encoding",
+        f"unsupported Content-Encoding {encoding.strip()[:40]!r}; send the body as is or in one"
+        f" of: {accepted}",
+        headers=(("Accept-Encoding", accepted),),
+    )
 
 
 def check_content_type(content_type: str | None) -> Rejection | None:

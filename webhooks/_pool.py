@@ -227,7 +227,11 @@ class WorkerPool(Generic[E]):
         self._wake.set()
         # The heartbeat goes on renewing the claims of running entries and of acks not done
         # yet until both are over (``_stop_renewing``).
-        await _cancelled(self._feeder, self._ticker)
+        await _cancelled(self._ticker)
+        # A claim on the wire is let finish, and its entries handed back below: cancelled, the
+        # store may have claimed them for this process all the same, and they would wait for
+        # ``claim_timeout``.  The feeder ends at its next turn (``_stopping``).
+        await _ended(self._feeder, _RELEASE_TIMEOUT)
         self._wake_workers(self.workers)  # idle workers see _stopping and end
         await self._release_ready()
         loops, self._loops = self._loops, []
@@ -430,6 +434,13 @@ class WorkerPool(Generic[E]):
 
     def _settled(self) -> None:
         self.backlog = max(0, self.backlog - 1)
+
+
+async def _ended(task: asyncio.Task[None] | None, timeout: float) -> None:
+    """Wait up to ``timeout`` seconds for the task to end, then cancel it."""
+    if task is not None:
+        await asyncio.wait([task], timeout=timeout)
+        await _cancelled(task)
 
 
 async def _cancelled(*tasks: asyncio.Task[None] | None) -> None:

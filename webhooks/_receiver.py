@@ -4,11 +4,12 @@ options, its handlers, its life from start to drain, and its one-call constructo
 :class:`ReceiverCore` holds the handlers, builds the application and runs its
 :class:`Lifecycle` for any event kind (:mod:`webhooks._kinds`); each delivery goes through its
 :class:`~webhooks._intake.Intake` (verify, parse, store, answer) and each stored event through its
-:class:`~webhooks._pool.WorkerPool` (handlers, retries, dead letters).  :class:`WebhookReceiver`
-is the core on the service's ``process.completed`` kind, with what only that kind has: the
-registry, fetch-back, the process filter, and ``from_redis``/``from_postgres``/``from_backend``,
-which build the inbox and the registry on one store and hand both to the receiver, which closes
-them when it stops.  :class:`~webhooks.EventReceiver` is the core on any other sender's events.
+:class:`~webhooks._pool.WorkerPool` (handlers, retries, dead letters); its
+``from_redis``/``from_postgres``/``from_backend`` build the stores on one backend and hand them to
+the receiver, which closes them when it stops.  :class:`WebhookReceiver` is the core on the
+service's ``process.completed`` kind, with what only that kind has: the registry (which it takes
+from a backend too), fetch-back, the process filter.  :class:`~webhooks.EventReceiver` is the
+core on any other sender's events.
 
 A handler is ``async def handler(event)``, or ``async def handler(event, writes)`` with
 ``atomic=True``; either may take one more, required, positional parameter: a
@@ -40,6 +41,8 @@ import attrs
 from aiohttp import web
 
 from asyncsdk import ConfigurationError, ProcessCompleted
+from webhooks import _server_log as server_log
+from webhooks._aiohttp_intake import INTAKE_KEY, AiohttpIntake
 from webhooks._backpressure import SharedDepth
 from webhooks._checks import require_count, require_seconds
 from webhooks._contract import (
@@ -58,9 +61,11 @@ from webhooks._dispatch import BeforeHandlers, HandlerSpec, RetryPolicy, Service
 from webhooks._events import WebhookEvent
 from webhooks._exposition import metrics_view
 from webhooks._fetchback import unconfirmed
-from webhooks._intake import INTAKE_KEY, Intake, ProcessFilter
+from webhooks._health import Readiness, liveness_view
+from webhooks._intake import Intake, ProcessFilter
 from webhooks._kinds import PROCESS_COMPLETED, EventKind
 from webhooks._metrics import Metrics
+from webhooks._misrouted import REST_PARAM, Misrouted
 from webhooks._observe import (
     NO_RECEIVER_TELEMETRY,
     ReceiverTelemetry,
@@ -119,6 +124,7 @@ class ReceiverCore(Generic[E]):
         consumer: str | None = None,
         telemetry: ReceiverTelemetry | None = None,
         metrics_token: str | None = None,
+        health_routes: bool = False,
     ) -> None:
         check_receiver_options(
             inbox=inbox,
@@ -156,6 +162,7 @@ class ReceiverCore(Generic[E]):
         self.drain_timeout = float(drain_timeout)
         self.retry_after = retry_after
         self.metrics_route = metrics_route
+        self.health_routes = bool(health_routes)
         self.close_inbox = close_inbox
         self.metrics = Metrics()
         self.handlers: list[HandlerSpec] = []
@@ -179,6 +186,7 @@ class ReceiverCore(Generic[E]):
         )
         self._app: web.Application | None = None
         self._mounted = False
+        self._misrouted = Misrouted(verifier=verifier)
         self._depth = SharedDepth(inbox=inbox, timeout=self.put_timeout)
         self._life = Lifecycle(
             inbox=inbox,
@@ -205,6 +213,7 @@ class ReceiverCore(Generic[E]):
             stored=self._stored,
             telemetry=self.telemetry,
         )
+        self._aiohttp = AiohttpIntake(self._intake)
         if telemetry is not None:
             store = StoreReading(inbox=inbox)
             if telemetry.registry is not None:  # read only for Prometheus to scrape
@@ -238,25 +247,113 @@ class ReceiverCore(Generic[E]):
         """Store this receiver on ``app`` (its own application and, from :meth:`setup`, the
         host's) under the key its class documents; none by default."""
 
+    # -- one node on a shared store ----------------------------------------------------------
+
+    @classmethod
+    def _stores_of(cls, backend: Backend) -> dict[str, Any]:
+        """The constructor arguments ``backend`` gives a receiver of this class: its inbox (and,
+        for :class:`WebhookReceiver`, its registry)."""
+        return {"inbox": backend.inbox}
+
+    @classmethod
+    def from_backend(
+        cls,
+        backend: Backend,
+        *,
+        verifier: Verifier,
+        handler: Callable[..., Awaitable[None]] | None = None,
+        **options: Any,
+    ) -> Self:
+        """A receiver on ``backend``'s inbox (and, for a :class:`WebhookReceiver`, its registry:
+        ``receiver.registry``, to wait on), which it owns: the backend closes when the receiver
+        stops.  ``handler`` (optional) is registered for every event; ``options`` are the
+        constructor's."""
+        receiver = cls(verifier=verifier, **cls._stores_of(backend), **options)
+        receiver._life.backend = backend
+        if handler is not None:
+            receiver._register(handler, None, atomic=False)
+        return receiver
+
+    @classmethod
+    def from_redis(
+        cls,
+        url: str = DEFAULT_REDIS_URL,
+        *,
+        verifier: Verifier,
+        handler: Callable[..., Awaitable[None]] | None = None,
+        prefix: str = DEFAULT_PREFIX,
+        claim_timeout: float = DEFAULT_CLAIM_TIMEOUT,
+        durability: str = RELAXED,
+        replicas: int = 0,
+        **options: Any,
+    ) -> Self:
+        """One node of a group sharing Redis at ``url`` under ``prefix``: :meth:`from_backend`
+        on a :class:`~webhooks.RedisBackend`, closed when the receiver stops.
+        ``durability="strict"`` answers 2xx only once the delivery is on disk (or on
+        ``replicas`` replicas): see :class:`~webhooks.RedisInbox`.  Give each receiver a prefix
+        of its own."""
+        backend = RedisBackend(
+            url,
+            prefix=prefix,
+            claim_timeout=claim_timeout,
+            durability=durability,
+            replicas=replicas,
+        )
+        return cls.from_backend(backend, verifier=verifier, handler=handler, **options)
+
+    @classmethod
+    def from_postgres(
+        cls,
+        dsn: str,
+        *,
+        verifier: Verifier,
+        handler: Callable[..., Awaitable[None]] | None = None,
+        schema: str = DEFAULT_SCHEMA,
+        claim_timeout: float = DEFAULT_CLAIM_TIMEOUT,
+        listen_dsn: str | None = None,
+        **options: Any,
+    ) -> Self:
+        """One node of a group sharing the PostgreSQL ``schema`` at ``dsn``: :meth:`from_backend`
+        on a :class:`~webhooks.PostgresBackend`, closed when the receiver stops.  Give each
+        receiver a schema of its own.  ``listen_dsn``: the registry's direct connection for
+        LISTEN when ``dsn`` goes through a pooler in transaction mode (without it, the registry
+        polls)."""
+        backend = PostgresBackend(
+            dsn, schema=schema, claim_timeout=claim_timeout, listen_dsn=listen_dsn
+        )
+        return cls.from_backend(backend, verifier=verifier, handler=handler, **options)
+
     # -- aiohttp integration ------------------------------------------------------------------
 
     @property
     def app(self) -> web.Application:
         """The sub-application to mount: ``host.add_subapp("/hooks/", receiver.app)``.
 
-        Routes: ``POST /`` and ``POST /{token}`` (token in path), and ``GET /metrics`` when
-        ``metrics_route`` is set.  Workers start and stop with the host application.
+        Routes: ``POST /`` and ``POST /{token}`` (token in path), ``GET /metrics`` when
+        ``metrics_route`` is set, and ``GET /ready`` and ``GET /live`` when ``health_routes`` is
+        set; any other ``POST`` under it (a slash after the token) is answered 404 with a body
+        naming the URL to deliver to, and logged once.  Workers start and stop with the host
+        application.  A request aiohttp refuses before any route runs, for a
+        ``Content-Encoding`` it cannot decode, is logged in one line (``webhooks._server_log``).
         """
         if self._app is None:
+            server_log.install()
             app = web.Application()
             self._keep_on(app)
             app[INTAKE_KEY] = self._intake
-            app.router.add_post("/", self._intake.handle)
+            app.router.add_post("/", self._aiohttp.handle)
             if self.metrics_route:
                 assert self.telemetry.registry is not None  # checked in __init__
                 view = metrics_view(self.telemetry.registry, self._metrics_token)
                 app.router.add_get("/metrics", view)
-            app.router.add_post(f"/{{{TOKEN_PARAM}}}", self._intake.handle)
+            if self.health_routes:
+                readiness = Readiness(self._state, self.inbox, self.put_timeout)
+                self._life.readiness = readiness
+                app.router.add_get("/ready", readiness.view)
+                app.router.add_get("/live", liveness_view())
+            app.router.add_post(f"/{{{TOKEN_PARAM}}}", self._aiohttp.handle)
+            # Anything else under the prefix (a slash after the token): a 404 naming the URL.
+            app.router.add_post(f"/{{{REST_PARAM}:.+}}", self._misrouted.past_the_token)
             app.on_shutdown.append(self._on_shutdown)
             app.cleanup_ctx.append(self._lifespan)
             self._app = app
@@ -271,7 +368,9 @@ class ReceiverCore(Generic[E]):
         instead of going through the sub-application, and a delivery on it is verified once,
         with its body (the route itself shows the token is one the verifier lists); every other
         path under ``prefix`` (an unknown token, ``metrics``) goes to the sub-application, where
-        a path token is checked before the body is read.
+        a path token is checked before the body is read.  A ``POST`` to the prefix without its
+        trailing slash (``/hooks``) is answered 404 with a body naming the URL to deliver to
+        (``/hooks/<token>``), and logged once: a sender retries it until its URL is fixed.
         """
         if not prefix.startswith("/"):
             raise ConfigurationError(f"prefix must start with '/', e.g. '/hooks/', not {prefix!r}")
@@ -280,13 +379,15 @@ class ReceiverCore(Generic[E]):
                 "this receiver is mounted already; build one receiver per application"
             )
         self._keep_on(app)
+        if prefix != "/":  # the prefix without its slash: a 404 naming the URL, not a bare one
+            app.router.add_post(prefix.rstrip("/"), self._misrouted.slashless)
         mounted = app.add_subapp(prefix, self.app)
         self._mounted = True
         for token in self.verifier.path_tokens:
             params = MappingProxyType({TOKEN_PARAM: token})
             app.router.add_post(
                 f"{prefix.rstrip('/')}/{token}",
-                functools.partial(self._intake.receive, params, token_routed=True),
+                functools.partial(self._aiohttp.receive, params, token_routed=True),
             )
         return mounted
 
@@ -306,6 +407,10 @@ class ReceiverCore(Generic[E]):
         """Refuse new deliveries (503 with ``Retry-After``), let running work finish within
         ``drain_timeout``, hand back the rest, close what the receiver owns.
 
+        A handler still running after ``drain_timeout`` is cancelled and its entry handed back
+        to the inbox at once, unacked: another node, or the next start, runs it again (its
+        ``atomic=True`` writes, which commit only with the ack, apply once).
+
         Safe to call more than once and concurrently (the host app's cleanup calls it too).
         """
         await self._life.stop()
@@ -315,6 +420,9 @@ class ReceiverCore(Generic[E]):
         deliveries answered ``503`` with ``Retry-After`` since the shutdown began, every entry it
         held finished or handed back to the inbox for another node, its stores closed."""
         await self._life.drained()
+
+    def _state(self) -> str:
+        return self._life.state
 
     @property
     def running(self) -> bool:
@@ -366,6 +474,12 @@ class WebhookReceiver(ReceiverCore[ProcessCompleted]):
     OpenTelemetry spans (none by default).  ``metrics_route=True`` serves the metrics at
     ``GET <prefix>metrics`` to scrapers that send ``Authorization: Bearer <metrics_token>``
     (both required; the route is off by default).
+
+    ``health_routes=True`` serves an orchestrator's probes (off by default): ``GET
+    <prefix>ready`` answers 200 while the receiver runs and its inbox answers
+    :meth:`~webhooks.Inbox.check` within ``put_timeout``, and 503 from the moment its drain
+    begins and while the store is down or does not answer; ``GET <prefix>live`` answers 200
+    whenever the process serves it, draining included.
     """
 
     def __init__(
@@ -395,6 +509,7 @@ class WebhookReceiver(ReceiverCore[ProcessCompleted]):
         consumer: str | None = None,
         telemetry: ReceiverTelemetry | None = None,
         metrics_token: str | None = None,
+        health_routes: bool = False,
     ) -> None:
         self.client = client
         self.registry = registry
@@ -432,73 +547,15 @@ class WebhookReceiver(ReceiverCore[ProcessCompleted]):
             consumer=consumer,
             telemetry=telemetry,
             metrics_token=metrics_token,
+            health_routes=health_routes,
         )
 
     def _keep_on(self, app: web.Application) -> None:
         app[RECEIVER_KEY] = self
 
-    # -- one node on a shared store ----------------------------------------------------------
-
     @classmethod
-    def from_backend(
-        cls,
-        backend: Backend,
-        *,
-        verifier: Verifier,
-        handler: Callable[..., Awaitable[None]] | None = None,
-        **options: Any,
-    ) -> Self:
-        """A receiver on ``backend``'s inbox and registry, which it owns: they close when it
-        stops.  ``handler`` (optional) is registered for every event; ``options`` are the
-        constructor's."""
-        receiver = cls(inbox=backend.inbox, registry=backend.registry, verifier=verifier, **options)
-        receiver._life.backend = backend
-        if handler is not None:
-            receiver.add_handler(handler)
-        return receiver
-
-    @classmethod
-    def from_redis(
-        cls,
-        url: str = DEFAULT_REDIS_URL,
-        *,
-        verifier: Verifier,
-        handler: Callable[..., Awaitable[None]] | None = None,
-        prefix: str = DEFAULT_PREFIX,
-        claim_timeout: float = DEFAULT_CLAIM_TIMEOUT,
-        durability: str = RELAXED,
-        replicas: int = 0,
-        **options: Any,
-    ) -> Self:
-        """One node of a group sharing Redis at ``url`` under ``prefix``: a
-        :class:`~webhooks.RedisBackend`'s inbox and registry (``receiver.registry``, to wait on),
-        closed when the receiver stops.  ``durability="strict"`` answers 2xx only once the
-        delivery is on disk (or on ``replicas`` replicas): see :class:`~webhooks.RedisInbox`."""
-        backend = RedisBackend(
-            url,
-            prefix=prefix,
-            claim_timeout=claim_timeout,
-            durability=durability,
-            replicas=replicas,
-        )
-        return cls.from_backend(backend, verifier=verifier, handler=handler, **options)
-
-    @classmethod
-    def from_postgres(
-        cls,
-        dsn: str,
-        *,
-        verifier: Verifier,
-        handler: Callable[..., Awaitable[None]] | None = None,
-        schema: str = DEFAULT_SCHEMA,
-        claim_timeout: float = DEFAULT_CLAIM_TIMEOUT,
-        **options: Any,
-    ) -> Self:
-        """One node of a group sharing the PostgreSQL ``schema`` at ``dsn``: a
-        :class:`~webhooks.PostgresBackend`'s inbox and registry (``receiver.registry``, to wait
-        on), closed when the receiver stops."""
-        backend = PostgresBackend(dsn, schema=schema, claim_timeout=claim_timeout)
-        return cls.from_backend(backend, verifier=verifier, handler=handler, **options)
+    def _stores_of(cls, backend: Backend) -> dict[str, Any]:
+        return {"inbox": backend.inbox, "registry": backend.registry}
 
     # -- handlers -------------------------------------------------------------------------
 
@@ -584,12 +641,17 @@ class Lifecycle:
     """Inbox and registry the receiver owns (built by ``from_redis``/``from_postgres``)."""
     store: StoreReading | None = None
     """The shared inbox's figures for the metrics, read while running (when metrics are on)."""
+    readiness: Readiness | None = None
+    """The readiness route (with ``health_routes``), whose store check ends with the receiver."""
     state: str = attrs.field(default="new", init=False)
     _stop_task: asyncio.Task[None] | None = attrs.field(default=None, init=False)
     _stopped: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
 
     def shutdown_began(self) -> None:
-        """The host stopped listening; requests still arriving on open connections get 503."""
+        """The host's ``on_shutdown``: aiohttp has closed its listening sockets and asked its
+        idle connections to close; a delivery still arriving on an open one gets 503 with
+        ``Retry-After``, and the readiness route 503.  The workers go on until the cleanup
+        (:meth:`stop`)."""
         if self.state == "running":
             self.state = "stopping"
 
@@ -601,7 +663,13 @@ class Lifecycle:
         except ConfigurationError:
             raise  # a store that cannot keep the inbox's promise (RedisInbox's strict mode)
         except Exception as exc:
-            logger.warning("the webhook inbox is unavailable at start (%s); answering 503", exc)
+            logger.error(
+                "the webhook inbox %r cannot be reached at start (%s): every delivery is answered"
+                " 503 (its sender retries it: nothing is lost) until it can; start the store, or"
+                " fix the address the inbox was given",
+                self.inbox,
+                exc,
+            )
         await self.pool.start()
         if self.store is not None:
             self.store.start()
@@ -625,6 +693,8 @@ class Lifecycle:
         await self.pool.stop(self.drain_timeout)
         if self.store is not None:
             await self.store.stop()
+        if self.readiness is not None:
+            self.readiness.stop()
         self.state = "stopped"
         await self.depth.close()
         await self._close()
@@ -693,8 +763,9 @@ def handler_spec(
         raise ConfigurationError(
             f"atomic=True handlers need an inbox that applies writes with the ack, and"
             f" {type(inbox).__name__} does not: use RedisInbox or PostgresInbox, or"
-            " register the handler without atomic=True and make its writes idempotent (key"
-            " them on event.dedup_key)"
+            " register the handler without atomic=True and make its writes idempotent: key"
+            " them on event.dedup_key, the key the inbox deduplicates on (a tuple of strings;"
+            " ':'.join(event.dedup_key) is one string)"
         )
     fixed = 2 if atomic else 1
     return HandlerSpec(func, wants, atomic=bool(atomic), with_info=_takes_info(func, fixed, atomic))

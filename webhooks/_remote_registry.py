@@ -37,7 +37,9 @@ from typing import TYPE_CHECKING, ClassVar, Final, Self
 
 import attrs
 
+from asyncsdk import ConfigurationError
 from webhooks._codec import decode_process_event
+from webhooks._dispatch import stopped_from_outside
 from webhooks._errors import RegistryClosedError, RegistryUnavailableError
 from webhooks._registry import Registry, RegistryStats
 
@@ -104,6 +106,10 @@ class RemoteRegistry(abc.ABC):
     """This process's waiters, and the events heard or read lately; :meth:`_deliver` feeds it."""
     _tasks: list[asyncio.Task[None]] = attrs.field(factory=list, init=False)
     _live: asyncio.Event | None = attrs.field(default=None, init=False)
+    _refused: ConfigurationError | None = attrs.field(default=None, init=False)
+    """Why the store refused to let the registry listen (a wrong password), until it listens."""
+    _answered: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
+    """Set when listening is live, or when the store refused the registry's configuration."""
     _to_read: set[str] = attrs.field(factory=set, init=False)
     _read_wanted: asyncio.Event | None = attrs.field(default=None, init=False)
     _listen_backoff: _Backoff = attrs.field(factory=_Backoff, init=False)
@@ -195,13 +201,16 @@ class RemoteRegistry(abc.ABC):
         """
         if self._closed:
             raise RegistryClosedError("the registry was closed; create a new one")
-        live = self._ensure_started()
+        self._ensure_started()
         try:
             async with asyncio.timeout(timeout):
-                await live.wait()
+                await self._answered.wait()
         except TimeoutError:
             await self.close()
             raise RegistryUnavailableError(self._unreachable(timeout)) from None
+        if self._refused is not None:
+            await self.close()
+            raise self._refused
 
     async def close(self) -> None:
         """Stop listening, fail pending waiters with RegistryClosedError, release connections;
@@ -300,7 +309,9 @@ class RemoteRegistry(abc.ABC):
         """Listening is live (again): re-read every id still waited for."""
         assert self._live is not None
         self._subscriptions += 1
+        self._refused = None
         self._live.set()
+        self._answered.set()
         self._listen_backoff.reset()
         for process_id in self._local.pending_ids():
             self._want_read(process_id)
@@ -310,11 +321,23 @@ class RemoteRegistry(abc.ABC):
         assert self._live is not None
         backoff = self._listen_backoff
         while True:
+            if stopped_from_outside():  # a driver swallowed close()'s cancel (see StoreReading)
+                raise asyncio.CancelledError
             try:
                 await self._listen(self._connected)
             except RegistryClosedError:
                 return  # closed while the store's connections were being opened
+            except ConfigurationError as exc:  # a wrong password: start() refuses, waits retry
+                self._live.clear()
+                if self._refused is None:
+                    said = "%s; listening again in %.2f s"
+                    self._WORDING.logger.error(said, exc, backoff.seconds)
+                self._refused = exc
+                self._answered.set()
+                await backoff.sleep()
             except Exception as exc:  # drivers raise many types; all mean "listen again"
+                if stopped_from_outside():  # ... or answered it with an error of its own
+                    raise asyncio.CancelledError from exc
                 self._live.clear()
                 # Never live yet, nothing was lost: say so, not "lost".
                 said = self._WORDING.lost if self._subscriptions else self._not_yet
@@ -331,6 +354,8 @@ class RemoteRegistry(abc.ABC):
         assert self._read_wanted is not None
         backoff = _Backoff()
         while True:
+            if stopped_from_outside():  # as in _listen_again
+                raise asyncio.CancelledError
             await self._read_wanted.wait()
             self._read_wanted.clear()
             wanted, self._to_read = self._to_read, set()
@@ -341,6 +366,8 @@ class RemoteRegistry(abc.ABC):
             except RegistryClosedError:
                 return  # closed while the store's connections were being opened
             except Exception as exc:  # see _listen; the ids are read again after a pause
+                if stopped_from_outside():  # as in _listen_again
+                    raise asyncio.CancelledError from exc
                 self._to_read.update(ids)
                 self._WORDING.logger.warning(
                     "reading results failed (%r); again in %.2f s", exc, backoff.seconds

@@ -19,6 +19,7 @@ from typing import Final
 import attrs
 
 from webhooks._contract import Inbox, InboxStats, InspectableInbox
+from webhooks._dispatch import stopped_from_outside
 
 __all__ = ["READ_EVERY", "StoreReading"]
 
@@ -88,4 +89,8 @@ class StoreReading:
                 failing = True
             else:
                 failing = False
+            # A store's driver may swallow stop()'s cancel, or answer it with an error of its
+            # own (as asyncio.timeout on Python 3.11 can): the task still says it is cancelled.
+            if stopped_from_outside():
+                raise asyncio.CancelledError
             await asyncio.sleep(self.every)

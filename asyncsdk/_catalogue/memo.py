@@ -1,12 +1,13 @@
 """Checked plans kept per request, so that a request made again is not planned again.
 
-The one speed measure of the catalogue layer, kept because the client's create misses its goal
-without it.  Planning a process request against the catalogue (the tool, each widget and item by
-any of their names, the required widgets, the ``accessibleIn`` rules) costs 14 to 23 us hot and
-about 35 us of CPU per create in the client benchmark's concurrent run; a client that stages many
-photos sends the same ``(tool, inputs, widgets)`` again and again.  Paid for by the benchmark line
-``client | create: req/s >= 0.8 x raw aiohttp`` in ``benchmarks/RESULTS.md`` (see
-``benchmarks/FINDINGS.md``, "Kept: the plan memo").
+The one speed measure of the catalogue layer.  Planning a process request against the catalogue
+(the tool, each widget and item by any of their names, the required widgets, the
+``accessibleIn`` rules) costs 14 to 23 us hot.  The key holds the asset map, so only a request
+made again with the same assets is answered from here: 201,768 of a create's 846,983
+instructions saved (``python -m benchmarks.instructions --variants
+client-create,client-create-same``).  A batch of new photos names new assets and never hits it;
+the client benchmark's creates do so since they name a new asset each (see
+``benchmarks/FINDINGS.md``, "Costs that cannot creep" and "Kept: the plan memo").
 
 A plan is kept only when it was checked against the catalogue (``validate=True``) and did not need
 the order's assets; it is used again only while the cache serves the very tool list and widgets it

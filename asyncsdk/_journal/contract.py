@@ -9,6 +9,7 @@ wait for it, or take the run over once the lease has lapsed or its owner's proce
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -16,6 +17,7 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Concatenate, Final, ParamSpec, Protocol, TypeVar
 
 import attrs
@@ -27,9 +29,12 @@ __all__ = [
     "Journal",
     "RunEntry",
     "RunStage",
+    "corrupt_row",
     "lapsed",
+    "made_private",
     "new_owner",
     "recorded",
+    "stored_ids",
     "takeable",
     "taken_over",
     "translated",
@@ -165,6 +170,41 @@ def recorded(
     return changes
 
 
+def corrupt_row(journal: object, key: str, what: str) -> JournalError:
+    """The error of a row of ``journal`` that cannot be what the library wrote: ``what`` says
+    which part of it."""
+    return JournalError(
+        f"the journal {journal!r} holds a row for key {key!r} that the library did not write "
+        f"({what}): it cannot be trusted to say what was paid for; look the run up on the "
+        "service, then delete that row (or run with another key)"
+    )
+
+
+def stored_ids(journal: object, key: str, text: str) -> tuple[str, ...]:
+    """The process ids a row of ``journal`` holds as a JSON list of strings."""
+    try:
+        ids = json.loads(text)
+    except ValueError:
+        ids = None
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise corrupt_row(journal, key, f"its process ids {text!r} are not a JSON list of ids")
+    return tuple(ids)
+
+
+def made_private(folder: Path) -> None:
+    """Create ``folder`` and its missing parents readable by their owner only (``0700``): a
+    journal names the account's orders.  A folder that exists is left as it is."""
+    missing: list[Path] = []
+    while not folder.exists():
+        missing.append(folder)
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    for part in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # made meanwhile by another process
+            part.mkdir(mode=0o700)
+
+
 def taken_over(key: str, lease: float) -> JournalError:
     """The error of an :meth:`Journal.advance` whose caller no longer holds the run."""
     return JournalError(
@@ -175,11 +215,13 @@ def taken_over(key: str, lease: float) -> JournalError:
 
 def translated(
     errors: Callable[[], tuple[type[BaseException], ...]],
+    advice: Callable[[BaseException], str] = lambda exc: "",
 ) -> Callable[
     [Callable[Concatenate[S, P], Awaitable[T]]], Callable[Concatenate[S, P], Awaitable[T]]
 ]:
     """A journal method whose store's failures (``errors()``: its driver's error classes) raise
-    :class:`~asyncsdk.JournalError`, from the store's own error."""
+    :class:`~asyncsdk.JournalError`, from the store's own error, followed by ``advice(error)``
+    (the fix, for the failures that have one)."""
 
     def wrap(
         method: Callable[Concatenate[S, P], Awaitable[T]],
@@ -189,7 +231,9 @@ def translated(
             try:
                 return await method(journal, *args, **kwargs)
             except errors() as exc:
-                raise JournalError(f"the journal {journal!r} could not be used: {exc!r}") from exc
+                raise JournalError(
+                    f"the journal {journal!r} could not be used: {exc!r}{advice(exc)}"
+                ) from exc
 
         return call
 

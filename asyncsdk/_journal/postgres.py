@@ -4,14 +4,19 @@ extra).
 asyncpg is imported when a journal connects, never when :mod:`asyncsdk` is imported.  Each call
 is one transaction on a pooled connection; a claim locks the run's row (``SELECT ... FOR
 UPDATE``), so two nodes asking for one key at once see one owner.
+
+Through PgBouncer in transaction mode, the DSN says so with ``?pooler=transaction`` (read here,
+never sent to the server): connections are then opened without asyncpg's statement cache, whose
+prepared statements a transaction pooler loses between transactions.
 """
 
 from __future__ import annotations
 
 import importlib
-import json
 import re
+import ssl
 import time
+import urllib.parse
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -23,6 +28,7 @@ from asyncsdk._journal.contract import (
     RunEntry,
     RunStage,
     recorded,
+    stored_ids,
     takeable,
     taken_over,
     translated,
@@ -41,13 +47,46 @@ _COLUMNS: Final = (
 )
 
 
+_POOLERS: Final = ("transaction", "session")
+
+
+def _pool_options(dsn: str) -> dict[str, Any]:
+    """asyncpg's arguments for ``dsn``: the DSN without its ``pooler`` query parameter (checked),
+    and no statement cache through a pooler in transaction mode."""
+    base, _, query = dsn.partition("?")
+    pairs = urllib.parse.parse_qsl(query)
+    named = dict(pairs).get("pooler")
+    if named is not None and named not in _POOLERS:
+        raise ConfigurationError(
+            f"the DSN's pooler= must be one of {', '.join(_POOLERS)} (the pool mode of the"
+            f" PgBouncer it goes through), not {named!r}"
+        )
+    if named is None:
+        return {"dsn": dsn}  # as given
+    kept = urllib.parse.urlencode([(key, value) for key, value in pairs if key != "pooler"])
+    options: dict[str, Any] = {"dsn": f"{base}?{kept}" if kept else base}
+    if named == "transaction":
+        options["statement_cache_size"] = 0
+    return options
+
+
 def _store_errors() -> tuple[type[BaseException], ...]:
     """asyncpg's errors, and the network's (asyncpg is loaded: the journal has a pool)."""
     asyncpg = importlib.import_module("asyncpg")
     return (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError)
 
 
-def _entry(row: Any) -> RunEntry:
+def _advice(exc: BaseException) -> str:
+    """The fix for a prepared statement a pooler lost (asyncpg names its ``__asyncpg_stmt_``)."""
+    if "__asyncpg_stmt_" in str(exc):
+        return (
+            "; PostgreSQL is reached through a pooler in transaction mode, which loses prepared"
+            " statements: add ?pooler=transaction to the DSN"
+        )
+    return ""
+
+
+def _entry(journal: PostgresJournal, row: Any) -> RunEntry:
     return RunEntry(
         key=row["key"],
         digest=row["digest"],
@@ -55,7 +94,7 @@ def _entry(row: Any) -> RunEntry:
         stage=row["stage"],
         order_id=row["order_id"],
         request=row["request"],
-        process_ids=tuple(json.loads(row["process_ids"])),
+        process_ids=stored_ids(journal, row["key"], row["process_ids"]),
         result=row["result"],
         owner=row["owner"],
         lease_until=row["lease_until"],
@@ -112,8 +151,20 @@ class PostgresJournal:
             raise ConfigurationError(
                 "dsn must be a postgresql:// URL such as 'postgresql://app@127.0.0.1:5432/app'"
             )
+        options = _pool_options(dsn)
         try:
-            pool = await asyncpg.create_pool(dsn, min_size=1, max_size=8, timeout=10.0)
+            pool = await asyncpg.create_pool(**options, min_size=1, max_size=8, timeout=10.0)
+        except asyncpg.InvalidAuthorizationSpecificationError as exc:
+            raise ConfigurationError(
+                f"the PostgreSQL journal's login was refused ({exc}); check the user and password"
+                " of the DSN (or PGPASSWORD, ~/.pgpass) and the server's pg_hba.conf"
+            ) from exc
+        except ssl.SSLCertVerificationError as exc:
+            raise ConfigurationError(
+                f"the PostgreSQL server's TLS certificate was refused ({exc.verify_message});"
+                " give the CA that signed it (sslrootcert= in the DSN) and connect by the host"
+                " name it was issued for"
+            ) from exc
         except _store_errors() as exc:
             raise JournalError(f"the PostgreSQL journal could not connect: {exc!r}") from exc
         journal = cls(pool, schema=schema, lease=lease)
@@ -143,7 +194,7 @@ class PostgresJournal:
         if self._closed:
             raise ConfigurationError("the journal is closed; connect a new one")
 
-    @translated(_store_errors)
+    @translated(_store_errors, _advice)
     async def claim(self, key: str, digest: str, arguments: str, owner: str) -> Claim:
         """Record the run of ``key`` or take a lapsed one over: :meth:`~asyncsdk.Journal.claim`."""
         self._check_open()
@@ -163,11 +214,11 @@ class PostgresJournal:
                 now,
             )
             if inserted is not None:
-                return Claim(_entry(inserted), owned=True)
+                return Claim(_entry(self, inserted), owned=True)
             row = await conn.fetchrow(
                 f"SELECT {_COLUMNS} FROM {self._table} WHERE key = $1 FOR UPDATE", key
             )
-            entry = _entry(row)
+            entry = _entry(self, row)
             if not takeable(entry, digest, now):
                 return Claim(entry, owned=False)
             await conn.execute(
@@ -178,7 +229,7 @@ class PostgresJournal:
             )
             return Claim(attrs.evolve(entry, owner=owner, lease_until=until), owned=True)
 
-    @translated(_store_errors)
+    @translated(_store_errors, _advice)
     async def advance(
         self,
         key: str,
@@ -212,7 +263,7 @@ class PostgresJournal:
         if status != "UPDATE 1":
             raise taken_over(key, self.lease)
 
-    @translated(_store_errors)
+    @translated(_store_errors, _advice)
     async def renew(self, key: str, owner: str) -> bool:
         """Extend ``owner``'s lease on ``key``: :meth:`~asyncsdk.Journal.renew`."""
         self._check_open()
@@ -224,7 +275,7 @@ class PostgresJournal:
         )
         return bool(status == "UPDATE 1")
 
-    @translated(_store_errors)
+    @translated(_store_errors, _advice)
     async def release(self, key: str, owner: str) -> None:
         """Give the lease on ``key`` up: :meth:`~asyncsdk.Journal.release`."""
         self._check_open()
@@ -234,14 +285,14 @@ class PostgresJournal:
             owner,
         )
 
-    @translated(_store_errors)
+    @translated(_store_errors, _advice)
     async def get(self, key: str) -> RunEntry | None:
         """The entry of ``key``, or None: :meth:`~asyncsdk.Journal.get`."""
         self._check_open()
         row = await self._pool.fetchrow(f"SELECT {_COLUMNS} FROM {self._table} WHERE key = $1", key)
-        return None if row is None else _entry(row)
+        return None if row is None else _entry(self, row)
 
-    @translated(_store_errors)
+    @translated(_store_errors, _advice)
     async def unfinished(self) -> list[RunEntry]:
         """The runs not finished, oldest first: :meth:`~asyncsdk.Journal.unfinished`."""
         self._check_open()
@@ -249,7 +300,7 @@ class PostgresJournal:
             f"SELECT {_COLUMNS} FROM {self._table} WHERE stage <> $1 ORDER BY updated_at, key",
             RunStage.FINISHED,
         )
-        return [_entry(row) for row in rows]
+        return [_entry(self, row) for row in rows]
 
     async def close(self) -> None:
         """Close the journal's pool.  Safe to call twice."""

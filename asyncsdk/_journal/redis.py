@@ -12,7 +12,6 @@ listed in the sorted set ``<prefix>unfinished``.  Writes are as durable as the s
 from __future__ import annotations
 
 import importlib
-import json
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
@@ -24,6 +23,7 @@ from asyncsdk._journal.contract import (
     RunEntry,
     RunStage,
     recorded,
+    stored_ids,
     takeable,
     taken_over,
     translated,
@@ -72,7 +72,7 @@ def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _entry(fields: Mapping[Any, Any]) -> RunEntry:
+def _entry(journal: RedisJournal, fields: Mapping[Any, Any]) -> RunEntry:
     data = {_text(name): _text(value) for name, value in fields.items()}
     return RunEntry(
         key=data["key"],
@@ -81,7 +81,7 @@ def _entry(fields: Mapping[Any, Any]) -> RunEntry:
         stage=data["stage"],
         order_id=data["order_id"],
         request=data["request"],
-        process_ids=tuple(json.loads(data["process_ids"])),
+        process_ids=stored_ids(journal, data["key"], data["process_ids"]),
         result=data["result"],
         owner=data["owner"],
         lease_until=float(data["lease_until"]),
@@ -170,7 +170,7 @@ class RedisJournal:
             assert entry is not None  # just written
             return Claim(entry, owned=True)
         raw = {_text(name): _text(value) for name, value in (await self._hgetall(run_key)).items()}
-        entry = _entry(raw)
+        entry = _entry(self, raw)
         if not takeable(entry, digest, now):
             return Claim(entry, owned=False)
         read_lease = raw["lease_until"]  # compared as stored, not as a float
@@ -232,7 +232,7 @@ class RedisJournal:
         """The entry of ``key``, or None: :meth:`~asyncsdk.Journal.get`."""
         self._check_open()
         raw = await self._hgetall(self._run_key(key))
-        return _entry(raw) if raw else None
+        return _entry(self, raw) if raw else None
 
     async def _hgetall(self, name: str) -> Mapping[Any, Any]:
         fields: Mapping[Any, Any] = await self._redis.hgetall(name)

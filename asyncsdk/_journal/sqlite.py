@@ -9,7 +9,6 @@ transactions and a busy timeout lets several processes share the file.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sqlite3
 import time
@@ -26,7 +25,9 @@ from asyncsdk._journal.contract import (
     Claim,
     RunEntry,
     RunStage,
+    made_private,
     recorded,
+    stored_ids,
     takeable,
     taken_over,
 )
@@ -57,7 +58,7 @@ _COLUMNS: Final = (
 _SELECT: Final = f"SELECT {_COLUMNS} FROM asyncsdk_runs"
 
 
-def _entry(row: tuple[Any, ...]) -> RunEntry:
+def _entry(journal: SQLiteJournal, row: tuple[Any, ...]) -> RunEntry:
     key, digest, arguments, stage, order_id, request, ids, result, owner, lease, at = row
     return RunEntry(
         key=key,
@@ -66,7 +67,7 @@ def _entry(row: tuple[Any, ...]) -> RunEntry:
         stage=stage,
         order_id=order_id,
         request=request,
-        process_ids=tuple(json.loads(ids)),
+        process_ids=stored_ids(journal, key, ids),
         result=result,
         owner=owner,
         lease_until=lease,
@@ -79,7 +80,8 @@ class SQLiteJournal:
 
     ``lease``: the seconds a caller holds a run without renewing it; a run whose caller stopped
     is taken over after that, or at once by a process of the same host (which sees its owner is
-    gone).  The file is created ``0600`` with its folder when missing.
+    gone).  The file is created ``0600``, and its folder ``0700`` when missing (a folder that
+    exists is left as it is).
     """
 
     def __init__(self, path: str | os.PathLike[str], *, lease: float = 30.0) -> None:
@@ -109,7 +111,7 @@ class SQLiteJournal:
 
     def _connection(self) -> sqlite3.Connection:
         if self._db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            made_private(self.path.parent)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
             os.close(fd)
             db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
@@ -147,7 +149,7 @@ class SQLiteJournal:
                         owned=True,
                     )
                 else:
-                    entry = _entry(row)
+                    entry = _entry(self, row)
                     claimed = Claim(entry, owned=False)
                     if takeable(entry, digest, now):
                         db.execute(
@@ -227,7 +229,7 @@ class SQLiteJournal:
 
         def op(db: sqlite3.Connection) -> RunEntry | None:
             row = db.execute(_SELECT + " WHERE key = ?", (key,)).fetchone()
-            return None if row is None else _entry(row)
+            return None if row is None else _entry(self, row)
 
         return await self._run(op)
 
@@ -239,7 +241,7 @@ class SQLiteJournal:
                 _SELECT + " WHERE stage != ? ORDER BY updated_at, key",
                 (RunStage.FINISHED,),
             ).fetchall()
-            return [_entry(row) for row in rows]
+            return [_entry(self, row) for row in rows]
 
         return await self._run(op)
 

@@ -148,7 +148,11 @@ def _attach_secret_values(parser: argparse.ArgumentParser, argv: Sequence[str]) 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
-    parser = build_parser()
+    try:
+        parser = build_parser()
+    except KeyboardInterrupt:
+        _error("interrupted")
+        return EXIT_INTERRUPTED
     try:
         args, extra = parser.parse_known_args(
             _attach_secret_values(parser, sys.argv[1:] if argv is None else argv)

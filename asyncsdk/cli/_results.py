@@ -2,12 +2,15 @@
 
 Everything in a result's name but the photo's stem comes from the service (the tool, the URL, the
 image itself), so none of it is trusted: each part is cleaned to ``[A-Za-z0-9._-]``, the path is
-checked to lie inside the output folder, and the file is made by a hard link from a private
+checked to lie inside the output folder, and the file is made by a hard link from a fresh
 temporary file, which neither follows a symlink nor replaces anything already there.  A name that
 is taken gets a number (``kitchen--image-enhancement.2.jpg``) instead.
 
-The output folder is created ``0700`` and the files ``0600``: result URLs and images are the
-customer's, not every local user's.
+Results and the output folder get the user's umask, as any file a program writes (``0644`` and
+``0755`` under the usual ``022``), so that a web server or a colleague can read what the user
+chose to share; a stricter umask keeps them private.  What names orders and signed result URLs
+(the ``process`` journal, ``receiver --out``) is opened with :func:`open_private`, ``0600``
+whatever the umask.
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ import contextlib
 import errno
 import os
 import re
+import secrets
 import sys
-import tempfile
 from pathlib import Path
 from typing import Final
 
@@ -25,7 +28,7 @@ from yarl import URL
 
 from asyncsdk import APIError, Client, ValidationError
 
-__all__ = ["NOFOLLOW", "download", "make_private_folder", "open_private", "result_name"]
+__all__ = ["NOFOLLOW", "download", "make_folder", "open_private", "result_name"]
 
 #: The formats the service returns, known by their first bytes; the first bytes decide the
 #: extension, then the URL's, then ``.jpg``.
@@ -36,6 +39,12 @@ _MAX_PART: Final = 100  # characters kept of each part: names stay well under th
 _TAKEN_TRIES: Final = 1000
 #: open() refuses a symlink with this flag; Windows has none (and no symlinks for plain users).
 NOFOLLOW: Final = 0 if sys.platform == "win32" else os.O_NOFOLLOW
+#: Binary mode for os.open, which Windows needs and POSIX does not have.
+if sys.platform == "win32":
+    _BINARY: Final = os.O_BINARY
+else:
+    _BINARY: Final = 0
+_PARTIAL_TRIES: Final = 100
 #: What link() says on a file system without hard links (FAT, some network shares).
 _NO_HARD_LINKS: Final = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK})
 
@@ -59,9 +68,9 @@ def result_name(photo_stem: str, tool: str, index: int, count: int, widgets: str
     return f"{stem}--{short}{digest}{suffix}"
 
 
-def make_private_folder(folder: Path) -> None:
-    """Create ``folder`` (and its parents) readable by the user alone; an existing one is kept."""
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+def make_folder(folder: Path) -> None:
+    """Create ``folder`` (and its parents) with the user's umask; an existing one is kept."""
+    folder.mkdir(parents=True, exist_ok=True)
 
 
 def _extension(head: bytes, url: URL) -> str:
@@ -130,17 +139,31 @@ def _place(partial: Path, folder: Path, stem: str, extension: str) -> Path:
     raise APIError(f"{_TAKEN_TRIES} results named {stem}{extension} already exist in {folder}")
 
 
+def _new_partial(folder: Path, stem: str) -> tuple[int, Path]:
+    """A new temporary file ``.stem.<random>.part`` in ``folder``, open for reading and writing:
+    made with ``O_EXCL`` (never an existing file, never through a symlink) and mode ``0666``
+    less the umask, which the result keeps."""
+    for _ in range(_PARTIAL_TRIES):
+        partial = folder / f".{stem}.{secrets.token_hex(8)}.part"
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | NOFOLLOW | _BINARY
+        try:
+            return os.open(partial, flags, 0o666), partial
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name for {stem} in {folder}")
+
+
 async def download(client: Client, url: str, folder: Path, stem: str) -> Path:
     """Stream the result at ``url`` into ``folder/stem.<ext>`` and return the file's path.
 
     The download is :meth:`asyncsdk.Client.download` (http(s) only, no API key sent), written
-    to a temporary file created ``0600`` with ``O_EXCL`` beside the target; the result appears
-    under its name only when complete, and a failure leaves nothing behind.
+    to a temporary file created with ``O_EXCL`` beside the target (with the user's umask, the
+    result's mode); the result appears under its name only when complete, and a failure leaves
+    nothing behind.
     """
     _inside(folder, stem)  # a stem made by result_name always is; anything else is refused
-    make_private_folder(folder)
-    handle, name = tempfile.mkstemp(prefix=f".{stem}.", suffix=".part", dir=folder)
-    partial = Path(name)
+    make_folder(folder)
+    handle, partial = _new_partial(folder, stem)
     try:
         with os.fdopen(handle, "w+b") as file:
             try:

@@ -38,7 +38,7 @@ import attrs
 
 from asyncsdk import Claim, JournalError, RunEntry, RunStage
 from asyncsdk.cli._common import UsageError
-from asyncsdk.cli._results import make_private_folder, open_private
+from asyncsdk.cli._results import make_folder, open_private
 
 if sys.platform != "win32":
     import fcntl
@@ -241,7 +241,7 @@ class StateFile:
     def held_alone(self) -> Iterator[None]:
         """This run's hold on the journal's folder, until the block ends: a second run on the same
         folder stops at once (exit 2) instead of paying again for the photos this one does."""
-        make_private_folder(self.path.parent)
+        make_folder(self.path.parent)
         if sys.platform == "win32":
             yield  # no advisory locks there: one run per folder is up to the caller
             return
@@ -265,10 +265,11 @@ class StateFile:
     def append(self, record: Record | GenerationMark) -> None:
         """Write one line and push it to disk before the next step starts.
 
-        The journal names orders and processes of the account: its folder is created ``0700``
-        and the file ``0600``, and a symlink in its place is refused, never followed.
+        The journal names orders and processes of the account: the file is created ``0600``
+        whatever the umask (its folder, which holds the results, gets the user's umask), and a
+        symlink in its place is refused, never followed.
         """
-        make_private_folder(self.path.parent)
+        make_folder(self.path.parent)
         line = (record.to_json() + "\n").encode("utf-8")
         fd = open_private(self.path, os.O_RDWR | os.O_APPEND)
         try:

@@ -15,9 +15,11 @@ from typing import Any
 
 import attrs
 
+from asyncsdk import ConfigurationError
 from asyncsdk.cli._common import EXIT_FAILED, EXIT_OK, UsageError, format_table
 from webhooks import (
     InboxEntry,
+    InboxError,
     InboxUnavailableError,
     InspectableInbox,
     PostgresInbox,
@@ -117,25 +119,20 @@ async def _check_place(args: argparse.Namespace, inbox: InspectableInbox) -> Non
     or --prefix other than the receivers'.  ``inbox`` names the store in errors (its repr shows
     no password)."""
     if args.postgres is not None:
-        import asyncpg
-
+        assert isinstance(inbox, PostgresInbox)
         try:
-            conn = await asyncpg.connect(args.postgres, timeout=_CHECK_TIMEOUT)
-            try:
-                found = await conn.fetchval(
-                    "SELECT to_regclass(format('%I.inbox', $1::text)) IS NOT NULL", args.schema
-                )
-            finally:
-                await conn.close()
-        except asyncpg.ClientConfigurationError as exc:  # a setting in the DSN's query
+            found = await inbox.exists()
+        except InboxUnavailableError as exc:
+            raise ConnectionError(f"{inbox!r} cannot be reached: {exc}") from exc
+        except (InboxError, ConfigurationError) as exc:  # the DSN's query, a refused login
             raise UsageError(f"{inbox!r}: {exc}; fix the --postgres DSN") from exc
-        except (OSError, TimeoutError, asyncpg.PostgresError) as exc:
-            raise ConnectionError(f"{inbox!r} cannot be reached: {exc!r}") from exc
         if not found:
             raise UsageError(
                 f"no inbox in the schema {args.schema!r} of that database; pass the --schema "
                 "the receivers use (they create it when they start)"
             )
+    elif args.redis is not None and args.redis.startswith("redis+sentinel://"):
+        pass  # the look needs a client of the primary the Sentinels name: only the inbox has one
     elif args.redis is not None:
         import redis.asyncio
 

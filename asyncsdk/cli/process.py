@@ -56,9 +56,9 @@ __all__ = ["add_parser", "collect_photos", "run"]
 
 DESCRIPTION = """\
 Run one tool over photo files or whole folders (JPEG, PNG, WEBP; folders are not searched
-recursively) and download the results to --out.  Widgets are given by short names, e.g.
---widget space=bedroom --widget style=modern (see `asyncsdk widgets TOOL`); repeat a name, or
-separate values with commas, for multi-select widgets.
+recursively, and their other files are skipped and named) and download the results to --out.
+Widgets are given by short names, e.g. --widget space=bedroom --widget style=modern (see
+`asyncsdk widgets TOOL`); repeat a name, or separate values with commas, for multi-select widgets.
 
 Resumable: the steps of each photo are kept in --out/.asyncsdk-process.jsonl.  Running the same
 command again skips finished photos and collects processes already created instead of creating
@@ -138,10 +138,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.set_defaults(handler=run, interrupt_hint="interrupted; run the same command to resume")
 
 
-def collect_photos(paths: Sequence[Path], out_dir: Path) -> list[Path]:
-    """The photo files named by ``paths`` (folders give their image files), each once."""
+def collect_photos(paths: Sequence[Path], out_dir: Path) -> tuple[list[Path], list[Path]]:
+    """The photo files named by ``paths`` (folders give their image files), each once, and the
+    folders' other files (not hidden, not in ``out_dir``), which the command names as skipped:
+    a file left out of a batch is never left out silently."""
     found: list[Path] = []
     seen: set[Path] = set()
+    skipped: list[Path] = []
     out_resolved = out_dir.resolve()
     for path in paths:
         if path.is_dir():
@@ -150,9 +153,10 @@ def collect_photos(paths: Sequence[Path], out_dir: Path) -> list[Path]:
                 for child in path.iterdir()
                 if child.is_file()
                 and not child.name.startswith(".")
-                and child.suffix.lower() in ACCEPTED_EXTENSIONS
+                and child.resolve().parent != out_resolved
             )
-            candidates = [c for c in children if c.resolve().parent != out_resolved]
+            candidates = [c for c in children if c.suffix.lower() in ACCEPTED_EXTENSIONS]
+            skipped.extend(c for c in children if c.suffix.lower() not in ACCEPTED_EXTENSIONS)
         elif path.is_file():
             if path.suffix.lower() not in ACCEPTED_EXTENSIONS:
                 accepted = ", ".join(sorted(ACCEPTED_EXTENSIONS))
@@ -168,7 +172,17 @@ def collect_photos(paths: Sequence[Path], out_dir: Path) -> list[Path]:
     if not found:
         shown = " ".join(str(p) for p in paths)
         raise UsageError(f"no photos (.jpg, .jpeg, .png, .webp) found in {shown}")
-    return found
+    return found, skipped
+
+
+def _say_skipped(skipped: Sequence[Path]) -> None:
+    """Name on stderr the files of the folders given that are not photos."""
+    if skipped:
+        accepted = ", ".join(sorted(ACCEPTED_EXTENSIONS))
+        sys.stderr.write(
+            f"skipped {len(skipped)} file(s) that are not photos the service takes ({accepted}):"
+            f" {', '.join(str(p) for p in skipped)}\n"
+        )
 
 
 def _stems(photos: Sequence[Path]) -> dict[Path, str]:
@@ -290,7 +304,7 @@ async def _run(args: argparse.Namespace, held: contextlib.ExitStack) -> int:
     limit = _limit(args)
     widgets = parse_widgets(args.widget)
     out_dir: Path = args.out
-    photos = collect_photos(args.paths, out_dir)
+    photos, skipped = collect_photos(args.paths, out_dir)
     stems = _stems(photos)
     specs = [
         JobSpec(photo=photo, tool=args.tool, widgets=widgets, output_stem=stems[photo])
@@ -337,6 +351,7 @@ async def _run(args: argparse.Namespace, held: contextlib.ExitStack) -> int:
         generations = counts["new"] + counts["adopt"]
         taken = state.generation_times(service)
         least = least_time(taken, generations, time.time(), limit) if limit is not None else 0.0
+        _say_skipped(skipped)  # once the command is known to go ahead, before its plan
         if args.dry_run:
             rows = _dry_run_rows(plan, results, tool)
             print(_report.dry_run(rows, generations, least, limit))
@@ -344,15 +359,24 @@ async def _run(args: argparse.Namespace, held: contextlib.ExitStack) -> int:
         _report.announce(len(specs), counts, results)
         semaphore = asyncio.Semaphore(args.concurrency)
         started = time.monotonic()
+        # The generations this run sent (a photo that failed before its creation request, an
+        # upload refused say, sends none), and the limit's pace for them from where it started.
+        sent: list[float] = []
+        earlier, started_at = list(taken), time.time()
         with Progress(total=len(plan), label=args.tool.removeprefix("tool-")) as bar:
             journal = StateJournal(state, service)
             batch = Batch(runner=runner, journal=journal, bar=bar)
             if limit is not None:
+
+                def on_taken(at: float) -> None:
+                    sent.append(at)
+                    state.append(GenerationMark(at=at, service=service))
+
                 batch.pacer = Pacer(
                     limit=limit,
                     taken=taken,
                     left=generations,
-                    on_taken=lambda at: state.append(GenerationMark(at=at, service=service)),
+                    on_taken=on_taken,
                     on_wait=batch.show_wait,
                 )
 
@@ -370,5 +394,7 @@ async def _run(args: argparse.Namespace, held: contextlib.ExitStack) -> int:
     print()
     print(_report.summary(results, out_dir))
     if plan:
-        print(_report.timing(took, generations, least, limit))
+        if limit is not None:
+            least = least_time(earlier, len(sent), started_at, limit)
+        print(_report.timing(took, len(sent), least, limit))
     return max((r.exit_code for r in results), default=EXIT_OK)

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+import aiohttp
 import attrs
 from aiohttp import web
 
@@ -26,6 +27,7 @@ from asyncsdk.cli._common import UsageError
 from asyncsdk.cli._local import serve_app
 from asyncsdk.sandbox.__main__ import build_parser as sandbox_options
 from asyncsdk.sandbox.__main__ import config_from_args, console_log, start_failure
+from asyncsdk.sandbox._masking import mask_url
 from webhooks import (
     Inbox,
     MemoryInbox,
@@ -64,6 +66,22 @@ def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     )
     sandbox_options(sandbox)
     sandbox.set_defaults(handler=run_sandbox)
+    actions = sandbox.add_subparsers(title="a running sandbox", metavar="resend", required=False)
+    resend = actions.add_parser(
+        "resend",
+        help="deliver given-up webhooks of a running sandbox again",
+        description="Deliver a given-up webhook delivery of a running sandbox again, with the same "
+        "event body; its new attempts are added to the delivery's history (shown at /_sandbox/).",
+    )
+    resend.add_argument(
+        "--url",
+        default="http://127.0.0.1:8080",
+        help="address of the running sandbox (default: %(default)s)",
+    )
+    which = resend.add_mutually_exclusive_group(required=True)
+    which.add_argument("delivery_id", nargs="?", help="a delivery's id, as /_sandbox/stats lists")
+    which.add_argument("--all-failed", action="store_true", help="every given-up delivery")
+    resend.set_defaults(handler=run_resend)
 
     receiver = subparsers.add_parser(
         "receiver", help="run a standalone webhook receiver", description=RECEIVER_DESCRIPTION
@@ -113,6 +131,30 @@ def stop_signals() -> Iterator[asyncio.Event]:
     stopped = asyncio.Event()
     with _signals(stopped.set):
         yield stopped
+
+
+async def run_resend(args: argparse.Namespace) -> int:
+    """POST /_sandbox/deliveries/{id}/resend for the named delivery, or each given-up one."""
+    base = args.url.rstrip("/")
+    try:
+        async with aiohttp.ClientSession(base_url=base) as session:
+            if args.all_failed:
+                async with session.get("/_sandbox/stats") as response:
+                    deliveries = (await response.json())["deliveries"]
+                ids = [d["id"] for d in deliveries if d["finished"] and not d["delivered"]]
+            else:
+                ids = [args.delivery_id]
+            for delivery_id in ids:
+                async with session.post(f"/_sandbox/deliveries/{delivery_id}/resend") as response:
+                    answer = await response.json()
+                if response.status != 200:
+                    raise UsageError(str(answer.get("message", answer)))
+                print(f"resending {delivery_id} to {mask_url(answer['url'])}")
+    except aiohttp.ClientConnectionError as exc:
+        raise UsageError(f"no sandbox answers at {base} ({exc}); pass --url") from exc
+    if not ids:
+        print("no given-up delivery to resend")
+    return 0
 
 
 async def run_sandbox(args: argparse.Namespace) -> int:

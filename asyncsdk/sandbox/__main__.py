@@ -69,6 +69,23 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         help="deliver process.completed to URL, http:// or https:// (repeatable); each failed "
         "attempt is told on stderr, every delivery shown at /_sandbox/",
     )
+    p.add_argument(
+        "--webhook-retries",
+        type=int,
+        default=9,
+        metavar="N",
+        help="attempts of each webhook delivery before it is given up (default: %(default)s): "
+        "with the default base, retries over about two minutes, so a receiver started late "
+        "still gets its events",
+    )
+    p.add_argument(
+        "--webhook-retry-base",
+        type=float,
+        default=0.5,
+        metavar="SECONDS",
+        help="seconds before the first webhook retry; each next wait doubles "
+        "(default: %(default)s): 0.5, 1, 2 ... 64 s",
+    )
     p.add_argument("--enveloped", action="store_true", help='answer {"data": ..., "message": "ok"}')
     p.add_argument(
         "--rate-limit", action="store_true", help="10 generations per 10 minutes per key"
@@ -77,7 +94,11 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         "--poll-limit", action="store_true", help="429 for a process GET within 5 s of the last"
     )
     p.add_argument(
-        "--seed", type=int, default=0, help="seed of every random choice (default: %(default)s)"
+        "--seed",
+        type=int,
+        default=None,
+        help="seed of every random choice; with it ids repeat run after run (default: fresh ids "
+        "each run, other choices as with seed 0)",
     )
     p.add_argument(
         "--control-host",
@@ -96,6 +117,8 @@ def config_from_args(args: argparse.Namespace) -> SandboxConfig:
         processing_delay=args.processing_delay,
         failure_rate=args.failure_rate,
         webhook_urls=tuple(args.webhook),
+        webhook_max_attempts=args.webhook_retries,
+        webhook_retry_base=args.webhook_retry_base,
         enveloped=args.enveloped,
         rate_limit=args.rate_limit,
         poll_limit=args.poll_limit,

@@ -20,10 +20,10 @@ from aiohttp import web
 from asyncsdk.sandbox._api import get_file
 from asyncsdk.sandbox._files import EXTENSIONS
 from asyncsdk.sandbox._http import runtime_of
+from asyncsdk.sandbox._masking import mask_url
 from asyncsdk.sandbox._records import ProcessRecord, StoredFile, utc_now
 from asyncsdk.sandbox._runtime import Runtime
 from asyncsdk.sandbox._stats import Attempt, Delivery
-from asyncsdk.sandbox._webhooks import mask_url
 
 __all__ = ["add_routes", "render_panel"]
 
@@ -209,13 +209,19 @@ def _delivery(delivery: Delivery, max_attempts: int) -> str:
         else '<p class="muted">first attempt under way</p>'
     )
     copy = f'<span class="muted">copy {delivery.copy + 1}</span>' if delivery.copy else ""
+    resend = (
+        f'<form method="post" action="/_sandbox/deliveries/{escape(delivery.id)}/resend">'
+        '<button type="submit">Resend</button></form>'
+        if kind == "failed"
+        else ""
+    )
     return (
         f'<div class="delivery {kind}" data-state="{kind}">'
         f'<h3><span class="badge {DELIVERY_BADGES[kind]}">{words}</span>'
         f"<code>{escape(mask_url(delivery.url))}</code>"
         f'<span class="muted">process {escape(delivery.process_id)} '
         f"({escape(delivery.status)}), {delivery.attempts} of {max_attempts} attempts</span>"
-        f"{copy}</h3>{attempts}</div>"
+        f"{copy}{resend}</h3>{attempts}</div>"
     )
 
 

@@ -108,8 +108,10 @@ class SandboxConfig:
     # Polling limit (decisions.md: at most one GET of a process per 5 s): off by default
     poll_limit: bool = False
     poll_limit_interval: float = 5.0
-    # Determinism
-    seed: int = 0
+    # Determinism: ``None`` draws fresh ids each run (a kept inbox never mistakes them for old
+    # ones); an int makes ids repeat run after run.  Failure dice, chaos and jitter use ``seed``
+    # or 0 when it is ``None``.
+    seed: int | None = None
     # Uploads
     max_upload_bytes: int = 50 * 1024 * 1024
     max_files_per_order: int = 10

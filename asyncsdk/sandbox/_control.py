@@ -199,6 +199,20 @@ async def sandbox_advance(request: web.Request) -> web.Response:
     return web.json_response({"advanced": True})
 
 
+async def sandbox_resend(request: web.Request) -> web.Response:
+    """Deliver a given-up delivery again; a form POST of the page is sent back to the page."""
+    delivery_id = request.match_info["delivery_id"]
+    try:
+        record = runtime_of(request).resend(delivery_id)
+    except KeyError:
+        raise _control_error(f"no delivery {delivery_id}; the ids are in /_sandbox/stats") from None
+    except ValueError as exc:
+        raise _control_error(str(exc)) from None
+    if request.content_type == "application/x-www-form-urlencoded":
+        raise web.HTTPSeeOther("/_sandbox/")
+    return web.json_response(record.wire())
+
+
 async def sandbox_health(request: web.Request) -> web.Response:
     return web.json_response({"ok": True, "base_url": str(request.url.origin())})
 
@@ -215,3 +229,4 @@ def add_routes(router: web.UrlDispatcher) -> None:
     router.add_post("/_sandbox/webhooks", sandbox_add_webhook)
     router.add_post("/_sandbox/wait-idle", sandbox_wait_idle)
     router.add_post("/_sandbox/advance", sandbox_advance)
+    router.add_post("/_sandbox/deliveries/{delivery_id}/resend", sandbox_resend)

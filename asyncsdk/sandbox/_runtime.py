@@ -6,7 +6,7 @@ import asyncio
 import logging
 import math
 import random
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
@@ -47,12 +47,13 @@ class Runtime:
     _tasks: set[asyncio.Task[None]] = attrs.Factory(set)
     _rng: random.Random = attrs.field(init=False)
     _gate: asyncio.Event = attrs.Factory(asyncio.Event)
+    _payloads: dict[str, Callable[[str], dict[str, Any]]] = attrs.Factory(dict)
     _ticks: int = 0
 
     def __attrs_post_init__(self) -> None:
         self.state = SandboxState(self.config, self.stats)
-        self.chaos = Chaos(random.Random(f"chaos-{self.config.seed}"))  # noqa: S311 - test double
-        self._rng = random.Random(f"webhooks-{self.config.seed}")  # noqa: S311 - test double
+        self.chaos = Chaos(random.Random(f"chaos-{self.config.seed or 0}"))  # noqa: S311 - test double
+        self._rng = random.Random(f"webhooks-{self.config.seed or 0}")  # noqa: S311 - test double
 
     # ------------------------------------------------------------ start/stop
 
@@ -190,4 +191,21 @@ class Runtime:
                 jitter = (
                     self._rng.uniform(0, cfg.webhook_max_jitter) if cfg.webhook_out_of_order else 0
                 )
+                self._payloads[record.id] = payload
                 self.spawn(deliver(self.session, cfg, record, payload, jitter))
+
+    def resend(self, delivery_id: str) -> Delivery:
+        """Deliver a given-up delivery's event again, with the same body, its new attempts
+        appended to the same record; ``KeyError`` for an unknown id, ``ValueError`` for a
+        delivery that did not give up."""
+        found = [d for d in self.stats.deliveries if d.id == delivery_id]
+        if not found:
+            raise KeyError(delivery_id)
+        record = found[0]
+        if not record.finished or record.delivered or self.session is None:
+            raise ValueError(
+                f"delivery {delivery_id} has not given up: only a failed one is resent"
+            )
+        record.finished = False
+        self.spawn(deliver(self.session, self.config, record, self._payloads[delivery_id], 0))
+        return record

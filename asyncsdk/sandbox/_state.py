@@ -23,6 +23,7 @@ Decisions where the spec is silent (also in ``docs/sandbox.md``):
 from __future__ import annotations
 
 import random
+import secrets
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -72,8 +73,12 @@ class SandboxState:
     _failures: random.Random = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        self._ids = random.Random(f"ids-{self.config.seed}")  # noqa: S311 - reproducible test ids
-        self._failures = random.Random(f"failures-{self.config.seed}")  # noqa: S311 - seeded on purpose
+        seed = self.config.seed
+        # No seed: ids unique to this run, so a receiver's kept inbox does not take them for the
+        # last run's; a seed: the same ids run after run.
+        ids_seed = f"ids-{seed}" if seed is not None else secrets.token_hex(16)
+        self._ids = random.Random(ids_seed)  # noqa: S311 - ids of a test double
+        self._failures = random.Random(f"failures-{seed or 0}")  # noqa: S311 - seeded on purpose
 
     # ----------------------------------------------------------------- helpers
 

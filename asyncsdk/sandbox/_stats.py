@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import secrets
 from collections import Counter
 from typing import Any
 
 import attrs
+
+from asyncsdk.sandbox._masking import mask_url
 
 __all__ = ["Attempt", "Delivery", "Stats"]
 
@@ -31,9 +34,11 @@ class Attempt:
 class Delivery:
     """One webhook delivery (a duplicate is its own delivery) and how it went.
 
-    ``finished`` is true once it was delivered or given up; ``history`` holds every attempt.
+    ``finished`` is true once it was delivered or given up; ``history`` holds every attempt,
+    those of a resend (``POST /_sandbox/deliveries/{id}/resend``) after the first ones.
     """
 
+    id: str = attrs.Factory(lambda: secrets.token_hex(6))
     url: str
     process_id: str
     status: str
@@ -46,7 +51,8 @@ class Delivery:
     history: list[Attempt] = attrs.Factory(list)
 
     def wire(self) -> dict[str, Any]:
-        return attrs.asdict(self)
+        """The delivery as ``GET /_sandbox/stats`` shows it: its URL masked as on the page."""
+        return {**attrs.asdict(self), "url": mask_url(self.url)}
 
 
 @attrs.define(kw_only=True)

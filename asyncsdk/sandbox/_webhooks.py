@@ -22,46 +22,17 @@ import aiohttp
 from yarl import URL
 
 from asyncsdk.sandbox._config import SandboxConfig
+from asyncsdk.sandbox._masking import mask_text, mask_url
 from asyncsdk.sandbox._records import iso, utc_now
 from asyncsdk.sandbox._stats import Attempt, Delivery
 
-__all__ = ["deliver", "failure_line", "mask_url"]
+__all__ = ["deliver", "failure_line"]
 
 log = logging.getLogger("asyncsdk.sandbox")
 
 #: How much of a receiver's answer is kept per attempt (shown on the page and in the log line).
 ANSWER_LIMIT: Final = 2000
 LINE_ANSWER_LIMIT: Final = 120
-HIDDEN: Final = "***"
-
-
-def _hide(secret: str) -> str:
-    """The first characters of ``secret`` (a quarter, at most four) and ``***``."""
-    return secret[: min(4, len(secret) // 4)] + HIDDEN
-
-
-def mask_url(url: str) -> str:
-    """``url`` as it may be shown: the password, every query value and the path's token hidden.
-
-    The token of a receiver is the last segment of a path of two or more (``/hooks/TOKEN``) or
-    a single segment of 16 characters or more (``/TOKEN``); its first characters stay, so that
-    two URLs can still be told apart.
-    """
-    try:
-        parsed = URL(url)
-    except ValueError:
-        return HIDDEN
-    if parsed.password:
-        parsed = parsed.with_password(HIDDEN)
-    if parsed.query:
-        parsed = parsed.with_query({name: HIDDEN for name in parsed.query})
-    segments = parsed.raw_path.split("/")
-    named = [s for s in segments if s]
-    if len(named) >= 2 or (named and len(named[0]) >= 16):
-        last = max(i for i, s in enumerate(segments) if s)
-        segments[last] = _hide(segments[last])
-        parsed = parsed.with_path("/".join(segments), encoded=True)
-    return str(parsed)
 
 
 def failure_line(delivery: Delivery, attempt: Attempt, max_attempts: int) -> str:
@@ -88,7 +59,8 @@ def failure_line(delivery: Delivery, attempt: Attempt, max_attempts: int) -> str
 async def _post(
     session: aiohttp.ClientSession, config: SandboxConfig, url: str, body: dict[str, Any]
 ) -> tuple[int | None, str, str]:
-    """One POST: (status, start of the answer, error); status ``None`` when none came."""
+    """One POST: (status, answer, error); status ``None`` when none came.  The texts are as
+    they came, URLs in clear: :func:`deliver` masks them before anything shows them."""
     try:
         async with session.post(
             url,
@@ -97,12 +69,12 @@ async def _post(
             headers={"User-Agent": "asyncsdk-sandbox/webhooks"},
         ) as response:
             answer = await response.read()
-            return response.status, answer[:ANSWER_LIMIT].decode("utf-8", "replace"), ""
+            return response.status, answer.decode("utf-8", "replace"), ""
     except TimeoutError:
         return None, "", f"no answer within {config.webhook_timeout} s"
     except aiohttp.ClientSSLError as exc:  # before its base class ClientConnectorError
         parsed = URL(url)
-        plain = mask_url(str(parsed.with_scheme("http").with_port(parsed.port)))
+        plain = parsed.with_scheme("http").with_port(parsed.port)
         return (
             None,
             "",
@@ -117,6 +89,13 @@ async def _post(
                 f"connection refused: nothing listens on {where}; is the receiver running?",
             )
         return None, "", f"cannot connect to {where}: {exc.os_error.strerror or exc.os_error}"
+    except aiohttp.TooManyRedirects as exc:  # before its base class ClientResponseError
+        # Each URL once, in the order they were visited: the loop the receiver goes round.
+        visited = dict.fromkeys(str(response.url) for response in exc.history)
+        return None, "", f"no answer after {len(exc.history)} redirects: {' -> '.join(visited)}"
+    except aiohttp.ClientResponseError as exc:
+        # aiohttp's parser points at the fault over several lines: the failure line is one.
+        return None, "", f"the receiver's answer is not valid HTTP: {' '.join(exc.message.split())}"
     except aiohttp.ClientError as exc:
         return None, "", f"{type(exc).__name__}: {exc}"
 
@@ -140,6 +119,10 @@ async def deliver(
             status, answer, error = await _post(
                 session, config, record.url, payload(secrets.token_hex(8))
             )
+            # Every text recorded of an attempt may carry the URL: the page, the stats JSON
+            # and the failure line show it only masked.
+            answer = mask_text(answer, record.url)[:ANSWER_LIMIT]
+            error = mask_text(error, record.url)
             ok = status is not None and 200 <= status < 300
             retry_in = (
                 None

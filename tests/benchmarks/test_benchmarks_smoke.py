@@ -50,7 +50,7 @@ def test_quick_run_writes_a_report_with_its_sections(tmp_path: Path) -> None:
     assert "bytes per waiter" in report
     assert "| upload | 1 x 128 MiB" in report  # the upload's goals made it into the goals table
     assert "| registry |" not in report  # the registry's figures are figures, not goals
-    assert report.count("Not run in this invocation (`--only`).") == 4
+    assert report.count("Not run in this invocation (`--only`).") == 5
     for version in ("Python", "aiohttp", "httpx", "redis-py", "asyncsdk"):
         assert f"| {version} |" in report or f"| {version}" in report
 
@@ -76,21 +76,26 @@ def _block(report: str, heading: str) -> str:
     return report[start : None if end < 0 else end]
 
 
+def _update_upload(out: Path) -> None:
+    """``python -m benchmarks --quick --only upload --update --out OUT``, which must succeed."""
+    command = [sys.executable, "-m", "benchmarks", "--quick", "--only", "upload", "--update"]
+    completed = subprocess.run(
+        [*command, "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+
+
 def test_an_update_replaces_the_sections_run_and_keeps_the_others(tmp_path: Path) -> None:
     out = tmp_path / "RESULTS.md"
     before = (ROOT / "benchmarks" / "RESULTS.md").read_text()
     out.write_text(before)
-    command = [sys.executable, "-m", "benchmarks", "--quick", "--only", "upload", "--update"]
     for _ in range(2):
-        completed = subprocess.run(
-            [*command, "--out", str(out)],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert completed.returncode == 0, completed.stdout + completed.stderr
+        _update_upload(out)
     after = out.read_text()
     assert after.count("Section(s) upload run again alone with `") == 1, "one note, the last"
     for kept in ("## Machine", "## 1. Client", "## 3. Receiver", "## 6. Metrics and tracing"):
@@ -106,3 +111,17 @@ def test_an_update_replaces_the_sections_run_and_keeps_the_others(tmp_path: Path
         " 1 x 16 MiB (sdk): peak RSS growth <= 8 MiB ",
     ], "the quick run's rows replace the full run's"
     assert _block(after, "## 2. Upload") != _block(before, "## 2. Upload")
+
+
+def test_an_update_adds_a_section_the_report_lacks_in_its_place(tmp_path: Path) -> None:
+    # A report written before a section existed: its upload section is cut out.
+    out = tmp_path / "RESULTS.md"
+    before = (ROOT / "benchmarks" / "RESULTS.md").read_text()
+    out.write_text(before.replace(_block(before, "## 2. Upload"), ""))
+    _update_upload(out)
+    after = out.read_text()
+    headings = [line for line in after.splitlines() if line.startswith("## ")]
+    sections = [heading for heading in headings if heading[3].isdigit()]
+    assert sections == sorted(sections), sections
+    assert "## 2. Upload: orders.create against raw aiohttp streaming" in sections
+    assert "16 MiB" in _block(after, "## 2. Upload")  # the quick run's figures

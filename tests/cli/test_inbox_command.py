@@ -270,14 +270,15 @@ async def test_the_redis_inbox_by_url_and_prefix(
 
 @pytest.mark.postgres
 async def test_the_postgres_inbox_by_dsn_and_schema(
-    postgres_dsn: str, postgres_schema: str, capsys: pytest.CaptureFixture[str]
+    store_dsn: str, postgres_schema: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    inbox = PostgresInbox(postgres_dsn, schema=postgres_schema)
+    """Directly, and through PgBouncer in each pool mode (the DSN says which)."""
+    inbox = PostgresInbox(store_dsn, schema=postgres_schema)
     try:
         await fill(inbox)
     finally:
         await inbox.close()
-    await check_store(["--postgres", postgres_dsn, "--schema", postgres_schema], capsys)
+    await check_store(["--postgres", store_dsn, "--schema", postgres_schema], capsys)
 
 
 @pytest.mark.postgres
@@ -319,7 +320,8 @@ async def test_a_prefix_with_nothing_under_it_is_reported_beside_the_zeros(
     [
         (["--postgres", "notadsn"], 2, "dsn must be a postgresql:// URL"),
         (["--postgres", "postgres+asyncpg://app:pw@h/db"], 2, "'postgres+asyncpg://app:***@h/db'"),
-        (["--redis", "redis+sentinel://:pw@h/0"], 2, "not 'redis+sentinel://:***@h/0'"),
+        (["--redis", "redis+sentinel://:pw@h/0"], 2, "Sentinel of 'redis+sentinel://:***@h/0'"),
+        (["--redis", "rediss+sentinel://:pw@h/0"], 2, "not 'rediss+sentinel://:***@h/0'"),
         (["--postgres", "postgresql://app:pw@127.0.0.1/db?sslmode=bogus"], 2, "fix the --postgres"),
         (["--redis", "notaurl"], 2, "url must be a redis://"),
         (["--postgres", "postgresql://app:pw@127.0.0.1:1/db"], 3, "PostgresInbox('127.0.0.1:1/db'"),

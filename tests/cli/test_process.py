@@ -429,3 +429,26 @@ async def test_every_process_one_creation_makes_is_recorded_and_collected(
         assert await run_cli(*args) == 0
         assert sb.stats.processes_created == 2
     assert "1 already done" in capsys.readouterr().out
+
+
+async def test_the_summary_counts_what_was_sent_and_names_what_was_skipped(
+    photos: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A photo refused before its upload sends no generation, and the summary does not count it;
+    the folder's file that is not a photo is named on stderr, with the reason."""
+    (photos / "broken.jpg").write_bytes(b"not a jpeg at all")
+    out = tmp_path / "out"
+    async with Sandbox(SandboxConfig()) as sb:
+        monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
+        assert await run_cli(*stage_args(sb, photos, out)) == 2  # one photo failed
+        assert sb.stats.processes_created == 2
+    captured = capsys.readouterr()
+    assert "3 photo(s): 3 new" in captured.out
+    assert "2 generation(s) fit the generation limit" in captured.out
+    assert (
+        "skipped 1 file(s) that are not photos the service takes (.jpeg, .jpg, .png, .webp): "
+        f"{photos / 'notes.txt'}"
+    ) in captured.err

@@ -27,11 +27,52 @@ def test_the_first_python_a_reader_meets_is_the_shortest_program() -> None:
     assert text.count("```python") == len(blocks)  # every program of the README is run here
     assert len(blocks["first-photo"].splitlines()) <= 20
     assert len(blocks["receiver"].splitlines()) <= 25
-    # Installing (from the index, a checkout or a git address) comes first, then the programs.
-    install = text.index("## Install")
-    assert install < text.index("pip install '.[sandbox]'") < text.index("```python")
-    assert "git+https://" in text[install : text.index("```python")]
-    assert text.index("<!-- test: receiver -->") < text.index("## Run the demo")
+    # In the order a reader types: a virtualenv, activated, the install (from the index, else a
+    # checkout or a git address), the sandbox, the first program, the receiver, the demo, tests.
+    steps = [
+        "## Install",
+        "$ python3 -m venv .venv",
+        "$ . .venv/bin/activate",
+        "$ pip install 'asyncsdk[sandbox]'",
+        "$ pip install '.[sandbox]'",
+        "git+https://",
+        "$ asyncsdk sandbox --port 8080",
+        "<!-- test: first-photo -->",
+        "$ python first_photo.py",
+        "<!-- test: receiver -->",
+        "$ python receiver.py &",
+        "## Run the demo",
+        "$ make demo",
+        "## Run the tests",
+        "$ make test",
+    ]
+    places = [text.index(step) for step in steps]
+    assert places == sorted(places), [s for s, p in zip(steps, places, strict=True)]
+    # No command of the package comes before the virtualenv it is installed into is activated.
+    assert text.index("$ asyncsdk") > text.index("$ . .venv/bin/activate")
+    assert "saved as `first_photo.py`" in text
+    assert "saved as `receiver.py`" in text
+
+
+def test_the_readme_says_what_make_test_needs_and_how_ci_provides_it() -> None:
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("## Run the tests") : text.index("## The command line")]
+    for needed in ("Redis server at 127.0.0.1:6379", "PostgreSQL server at 127.0.0.1:5432"):
+        assert needed in section
+    assert "database `test`" in section
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    # What the section says .ci/run installs is what it installs, and it ends in `make test`.
+    for package in ("redis-server", "postgresql", "pgbouncer", "valgrind", "chromium", "openssl"):
+        assert f"apt-get install -y -qq {package}" in ci
+        assert f"`{package}`" in section
+    assert ci.rstrip().endswith("make test")
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert (
+        '\ntest: lint typecheck\n\t$(BIN)/python -m pytest -n 4 --dist loadgroup -m "not alone"\n'
+        "\t$(BIN)/python -m pytest -m alone\n"
+    ) in makefile
+    assert "four test processes" in section
+    assert "\ndemo: $(STAMP)\n\t$(BIN)/python -m asyncsdk demo\n" in makefile
 
 
 async def test_the_first_photo_is_staged_and_saved(

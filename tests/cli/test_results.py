@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,15 +46,6 @@ def result_at(path: str) -> Rewrite:
         return {**process, "final_assets": assets}
 
     return rewrite
-
-
-@pytest.fixture
-def umask_022() -> Iterator[None]:
-    previous = os.umask(0o022)
-    try:
-        yield
-    finally:
-        os.umask(previous)
 
 
 async def process(
@@ -172,13 +162,28 @@ async def test_a_file_it_did_not_create_is_never_overwritten(
     assert f"{stem}.2.jpg" in capsys.readouterr().out
 
 
-@pytest.mark.usefixtures("umask_022")
-async def test_out_and_its_journal_are_private(
-    photos: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("umask", "folder", "image"), [(0o022, 0o755, 0o644), (0o077, 0o700, 0o600)]
+)
+async def test_results_get_the_umask_and_the_journal_stays_private(
+    photos: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    umask: int,
+    folder: int,
+    image: int,
 ) -> None:
+    """Results are written as any program writes a file, with the user's umask (a web server can
+    serve them under the usual 022); the journal, which names orders and signed result URLs, is
+    the user's alone whatever the umask."""
     out = tmp_path / "out"
-    assert await process(photos / "bedroom-empty.jpg", out, keep, monkeypatch) == 0
-    assert stat.S_IMODE(out.stat().st_mode) == 0o700
+    previous = os.umask(umask)
+    try:
+        assert await process(photos / "bedroom-empty.jpg", out, keep, monkeypatch) == 0
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(out.stat().st_mode) == folder
     assert stat.S_IMODE((out / JOURNAL).stat().st_mode) == 0o600
-    for result in out.iterdir():
-        assert stat.S_IMODE(result.stat().st_mode) & 0o077 == 0
+    [result] = [path for path in out.iterdir() if path.name != JOURNAL]
+    assert result.suffix == ".jpg"
+    assert stat.S_IMODE(result.stat().st_mode) == image

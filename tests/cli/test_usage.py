@@ -69,7 +69,7 @@ def test_the_sandbox_module_help_shows_the_same_defaults(tmp_path: Path) -> None
     text = " ".join(done.stdout.split())
     assert "seconds a process is pending (default: 1.0)" in text
     assert "seconds it is processing (default: 3.0)" in text
-    assert "seed of every random choice (default: 0)" in text
+    assert "with it ids repeat run after run" in text
 
 
 def _parsers(

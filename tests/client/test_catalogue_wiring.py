@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from codeblocks import code_block
 from PIL import Image
 
 from asyncsdk import (
@@ -409,7 +410,8 @@ def shown_results(block: str) -> dict[str, Any]:
 async def test_migration_examples_run(
     sandbox: Sandbox, sdk: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    translate, create = python_blocks(MIGRATION)
+    translate = code_block(MIGRATION, "translate")
+    create = python_blocks(MIGRATION)[1]  # a fragment: run below inside a function
     namespace: dict[str, Any] = {}
     exec(compile(translate, str(MIGRATION), "exec"), namespace)  # noqa: S102 - our own docs
 

@@ -28,13 +28,19 @@ KITCHEN = sample("kitchen.jpg")
 @pytest.fixture(
     params=[
         pytest.param("postgres", marks=pytest.mark.postgres),
+        pytest.param("postgres-pgbouncer-transaction", marks=pytest.mark.postgres),
+        pytest.param("postgres-pgbouncer-session", marks=pytest.mark.postgres),
         pytest.param("redis", marks=pytest.mark.redis),
     ]
 )
 def open_node(request: pytest.FixtureRequest) -> Callable[[], Awaitable[Journal]]:
-    """Opens the journal of one more node: all on one PostgreSQL schema, or one Redis prefix."""
-    if request.param == "postgres":
+    """Opens the journal of one more node: all on one PostgreSQL schema (directly or through
+    PgBouncer in each pool mode), or one Redis prefix."""
+    if str(request.param).startswith("postgres"):
         dsn = request.getfixturevalue("postgres_dsn")
+        mode = str(request.param).partition("-pgbouncer-")[2]
+        if mode:
+            dsn = request.getfixturevalue("through_pgbouncer")(mode)
         schema = request.getfixturevalue("postgres_schema")
 
         async def postgres() -> Journal:

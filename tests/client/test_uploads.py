@@ -13,6 +13,7 @@ from aiohttp import web
 
 from asyncsdk import (
     MAX_UPLOAD_BYTES,
+    AssetRole,
     Client,
     ConfigurationError,
     RateLimitError,
@@ -463,3 +464,53 @@ async def test_max_upload_bytes_sets_the_per_file_limit(
 def test_max_upload_bytes_must_be_a_positive_whole_number(value: object) -> None:
     with pytest.raises(ConfigurationError, match="max_upload_bytes"):
         Client(api_key="sk_test_x", base_url="http://127.0.0.1:9", max_upload_bytes=value)  # type: ignore[arg-type]
+
+
+def grow_past_the_limit(path: Path) -> None:
+    with path.open("r+b") as file:
+        file.truncate(MAX_UPLOAD_BYTES + 1)  # sparse: no disk space used
+
+
+async def test_a_path_that_grew_past_the_limit_after_its_check_is_not_sent(
+    fake: FakeService, client: Client, tmp_path: Path
+) -> None:
+    photo = tmp_path / "growing.jpg"
+    photo.write_bytes(JPEG)
+
+    async def second_photo() -> AsyncIterator[bytes]:
+        # Its first bytes are read when the order is prepared, after the path's size was
+        # checked and before anything is sent: the path grows in between.
+        grow_past_the_limit(photo)
+        yield JPEG
+
+    fake.script("POST", "/v3/order", CREATED)
+
+    with pytest.raises(UploadError, match=r"growing\.jpg is larger than 50 MB") as info:
+        await client.orders.create(
+            photo, Upload(second_photo(), role=AssetRole.SECONDARY_ANGLE, filename="b.jpg")
+        )
+
+    assert "the upload was aborted" in str(info.value)
+    assert info.value.filename == str(photo)
+    assert fake.seen == []
+
+
+async def test_a_path_that_grew_past_the_limit_before_a_retry_is_not_sent_again(
+    fake: FakeService, client: Client, tmp_path: Path
+) -> None:
+    photo = tmp_path / "growing.jpg"
+    photo.write_bytes(JPEG)
+
+    async def busy_while_it_grows(request: web.Request) -> web.StreamResponse:
+        fake.record(request, await request.read())
+        grow_past_the_limit(photo)
+        return web.json_response({"error": "slow down"}, status=429)
+
+    fake.script("POST", "/v3/order", busy_while_it_grows, CREATED)
+
+    with pytest.raises(UploadError, match=r"growing\.jpg is larger than 50 MB"):
+        await client.orders.create(photo)
+
+    [first] = fake.seen  # the retry never reached the service
+    assert JPEG in first.body
+    assert len(first.body) < 2 * len(JPEG)  # the photo as it was checked

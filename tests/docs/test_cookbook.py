@@ -25,6 +25,7 @@ import aiohttp
 import asyncpg
 import pytest
 import redis.asyncio
+import uvicorn
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 from codeblocks import ROOT, code_block, code_blocks, run_block
@@ -46,6 +47,7 @@ RECIPES = {
     "batch-folder",
     "resume-at-startup",
     "mount-receiver",
+    "fastapi-receiver",
     "github-receiver",
     "webhook-or-poll",
     "redis-receivers",
@@ -215,6 +217,33 @@ async def test_the_receiver_mounted_in_an_existing_app_keeps_results(
         health = await session.get(server.make_url("/health"))
         assert await health.json() == {"ok": True}
     assert (tmp_path / "webhooks.sqlite3").exists()
+
+
+async def test_the_fastapi_recipe_keeps_results_under_uvicorn(
+    sandbox: Sandbox, environment: Path
+) -> None:
+    recipe = run_block(COOKBOOK, "fastapi-receiver")
+    app = recipe["make_app"](TOKEN, str(environment / "fastapi.sqlite3"))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="on", log_level="warning")
+    )
+    serving = asyncio.create_task(server.serve())
+    try:
+        await until(lambda: server.started or serving.done())
+        port = server.servers[0].sockets[0].getsockname()[1]
+        sandbox.register_webhook(f"http://127.0.0.1:{port}/hooks/{TOKEN}")
+        async with sandbox.client() as client:
+            process = await client.run(STAGING, BEDROOM, widgets=WIDGETS)
+        results = app.state.results
+        await until(lambda: process.id in results)
+        assert results[process.id][0].split("?")[0] == process.final_assets[0].src.split("?")[0]
+        async with aiohttp.ClientSession() as session:
+            health = await session.get(f"http://127.0.0.1:{port}/health")
+            assert await health.json() == {"ok": True}
+    finally:
+        server.should_exit = True
+        await serving
+    assert (environment / "fastapi.sqlite3").exists()
 
 
 async def test_the_github_recipe_verifies_stores_once_and_handles_pushes(

@@ -16,6 +16,9 @@ import pytest
 import asyncsdk
 import webhooks
 
+# The site is built once per test process: its tests share one (with pytest-xdist, one worker).
+pytestmark = pytest.mark.xdist_group("site")
+
 PACKAGES: tuple[ModuleType, ...] = (asyncsdk, webhooks)
 
 
@@ -121,6 +124,7 @@ def test_the_resources_and_the_receivers_setups_are_listed(reference: dict[str, 
     receiver = reference["webhooks"]
     for method in ("from_redis", "from_postgres", "from_backend"):
         assert f'id="webhooks.WebhookReceiver.{method}"' in receiver
+        assert f'id="webhooks.EventReceiver.{method}"' in receiver
     # No private base shown as the receiver's "Bases:", a name that leads nowhere.
     assert "OneCallSetup" not in receiver
 

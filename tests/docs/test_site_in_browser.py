@@ -16,6 +16,9 @@ from aiohttp import web
 from browser import Browser, Watched, chromium
 from yarl import URL
 
+# The site is built once per test process: its tests share one (with pytest-xdist, one worker).
+pytestmark = pytest.mark.xdist_group("site")
+
 #: Pages whose screenshots are kept: a diagram, long code, the included ARCHITECTURE.md.
 SCREENSHOTS = (
     "index.html",
@@ -174,3 +177,122 @@ async def test_every_page_works_offline_in_a_real_browser(
     assert len(shots) == len(SCREENSHOTS)
     # The site was read for real: its two diagrams pages and their links were seen.
     assert any(link.endswith("/architecture/") for link in links)
+
+
+#: The smallest text a diagram may be drawn with at the browser's 1280 px width.
+SMALLEST_TEXT_PX = 12.0
+
+
+async def diagram_text_sizes(browser: Browser, watched: Watched) -> list[tuple[str, float]]:
+    """Each text of each diagram on the page and the size, in CSS pixels, it is drawn at.
+
+    A diagram is an ``<svg>`` scaled to the column's width: a text is drawn at its font size
+    times the svg's drawn width over its ``viewBox`` width.  The svg sits in a closed shadow
+    root, so the DevTools protocol reads it.
+    """
+
+    def walk(node: dict[str, Any]) -> list[dict[str, Any]]:
+        found = [node]
+        for child in [*node.get("children", []), *node.get("shadowRoots", [])]:
+            found.extend(walk(child))
+        return found
+
+    def attributes(node: dict[str, Any]) -> dict[str, str]:
+        flat = node.get("attributes", [])
+        return dict(zip(flat[::2], flat[1::2], strict=True))
+
+    sizes = []
+    async with browser.cdp_session(watched) as cdp:
+        await cdp.send("DOM.enable")
+        await cdp.send("CSS.enable")
+        tree = await cdp.send("DOM.getDocument", {"depth": -1, "pierce": True})
+        diagrams = [
+            node
+            for node in walk(tree["root"])
+            if node.get("nodeName") == "DIV" and "mermaid" in attributes(node).get("class", "")
+        ]
+        for diagram in diagrams:
+            for svg in walk(diagram)[1:]:
+                if svg.get("nodeName", "").lower() != "svg" or "viewBox" not in attributes(svg):
+                    continue
+                view_width = float(attributes(svg)["viewBox"].split()[2])
+                box = await cdp.send("DOM.getBoxModel", {"nodeId": svg["nodeId"]})
+                scale = box["model"]["width"] / view_width
+                for text in walk(svg):
+                    if text.get("nodeName", "").lower() != "text":
+                        continue
+                    style = await cdp.send(
+                        "CSS.getComputedStyleForNode", {"nodeId": text["nodeId"]}
+                    )
+                    font = {p["name"]: p["value"] for p in style["computedStyle"]}["font-size"]
+                    words = "".join(
+                        n.get("nodeValue", "") for n in walk(text) if n.get("nodeType") == 3
+                    )
+                    sizes.append((words, float(font.removesuffix("px")) * scale))
+    return sizes
+
+
+async def test_the_start_pages_diagram_is_legible_at_1280_px(site: Path, tmp_path: Path) -> None:
+    async with serve(site) as base, chromium(tmp_path / "profile") as browser:
+        watched = await browser.open()
+        await watched.visit(base)
+        await watched.page.wait_for_function(DIAGRAMS_DRAWN, arg=1, timeout=10_000)
+        assert await watched.page.evaluate("() => window.innerWidth") == 1280
+        sizes = await diagram_text_sizes(browser, watched)
+    assert len(sizes) >= 20, sizes  # the participants and the messages were all read
+    small = [(words, round(px, 1)) for words, px in sizes if px < SMALLEST_TEXT_PX]
+    assert small == [], f"diagram text drawn under {SMALLEST_TEXT_PX} px: {small}"
+
+
+async def search(watched: Watched, query: str) -> list[str]:
+    """The links of the site's search results for ``query``, best first, typed as a reader does.
+
+    The search index loads in a worker after the page: the query is typed again until results
+    show (for at most 10 s)."""
+    from playwright.async_api import TimeoutError as NoResultYet  # installed: a browser runs
+
+    field = "input.md-search__input"
+    for _ in range(20):
+        await watched.page.fill(field, "")
+        await watched.page.type(field, query)
+        try:
+            await watched.page.wait_for_selector(
+                ".md-search-result__item", state="attached", timeout=500
+            )
+        except NoResultYet:  # the index is not loaded yet
+            continue
+        links: list[str] = await watched.page.evaluate(
+            "() => Array.from(document.querySelectorAll('.md-search-result__item a'), a => a.href)"
+        )
+        return links
+    return []
+
+
+@pytest.mark.parametrize(
+    ("query", "expected", "among"),
+    [
+        ("processes.wait", "reference/asyncsdk/#asyncsdk.Processes.wait", 1),
+        ("Processes.wait", "reference/asyncsdk/#asyncsdk.Processes.wait", 1),
+        # "webhook" and "receiver" fill the webhooks reference: its entries that say them most
+        # (RECEIVER_KEY's) may rank beside the method's own.
+        (
+            "WebhookReceiver.from_redis",
+            "reference/webhooks/#webhooks.WebhookReceiver.from_redis",
+            3,
+        ),
+    ],
+)
+async def test_searching_a_name_answers_its_reference_entry_first(
+    site: Path, tmp_path: Path, query: str, expected: str, among: int
+) -> None:
+    async with serve(site) as base, chromium(tmp_path / "profile") as browser:
+        watched = await browser.open()
+        await watched.visit(base)
+        links = await search(watched, query)
+    assert links, f"no search result for {query!r}"
+    pages = [URL(link).path for link in links]
+    assert pages[0] == "/" + expected.split("#")[0], links[:5]
+    # the first entries under the page hold the name's own, not only names that share a word
+    entries = [URL(link) for link in links if URL(link).fragment]
+    first = [entry.path + "#" + entry.fragment for entry in entries[:among]]
+    assert "/" + expected in first, links[:5]

@@ -21,7 +21,8 @@ import pytest
 from asyncsdk import samples
 from asyncsdk.sandbox import Sandbox, SandboxConfig
 
-pytestmark = pytest.mark.slow
+# The wheel is built once per test process: its tests share one (with pytest-xdist, one worker).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST_PROJECT = Path(__file__).resolve().parent / "host_project"

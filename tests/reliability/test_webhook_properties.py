@@ -458,8 +458,9 @@ def encode(body: bytes, encoding: str | None, honest: bool) -> bytes:
 
 
 def decoded_as_sent(body: bytes, encoding: str | None, honest: bool) -> bytes | None:
-    """The body the receiver will see once the server has decoded it; None when it cannot."""
-    if encoding in (None, "identity", "x-junk"):
+    """The body the receiver will see once the server has decoded it; None when it cannot
+    (a coding it does not know, as x-junk, is refused 415 before the body is read)."""
+    if encoding in (None, "identity"):
         return body
     if encoding in ("gzip", "deflate") and honest:
         return body

@@ -13,6 +13,7 @@ import sys
 
 import aiohttp
 import pytest
+from aiohttp import web
 
 import asyncsdk
 from asyncsdk import samples
@@ -182,7 +183,7 @@ async def test_a_failed_delivery_shows_on_stderr_with_its_token_masked() -> None
         child = await asyncio.create_subprocess_exec(
             *[sys.executable, "-m", "asyncsdk", "sandbox", "--port", "0"],
             *["--pending-delay", "0", "--processing-delay", "0"],
-            *["--webhook", url],
+            *["--webhook", url, "--webhook-retries", "5", "--webhook-retry-base", "0.05"],
             env={k: v for k, v in os.environ.items() if not k.startswith("ASYNCSDK_")},
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -197,7 +198,7 @@ async def test_a_failed_delivery_shows_on_stderr_with_its_token_masked() -> None
                 min_poll_interval=0.05,
             ) as client:
                 await client.run(asyncsdk.ToolSlug.DAY_TO_DUSK, samples.path("exterior.jpg"))
-            # Five attempts, 0.05 s to 0.4 s apart by default.
+            # Five attempts, 0.05 s to 0.4 s apart, as the flags ask.
             lines = [await line_with(child.stderr, "webhook delivery failed") for _ in range(5)]
         finally:
             child.send_signal(signal.SIGTERM)
@@ -209,3 +210,139 @@ async def test_a_failed_delivery_shows_on_stderr_with_its_token_masked() -> None
     assert not any(WRONG in line for line in lines)
     assert "attempt 1 of 5); next try in 0.05 s" in lines[0]
     assert lines[-1].endswith("attempt 5 of 5); giving up after 5 attempts")
+
+
+async def test_a_receiver_started_late_gets_its_event_from_the_command_lines_schedule() -> None:
+    with socket.socket() as probe:  # a free port where nothing listens yet
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    child = await asyncio.create_subprocess_exec(
+        *[sys.executable, "-m", "asyncsdk", "sandbox", "--port", "0"],
+        *["--pending-delay", "0", "--processing-delay", "0"],
+        *["--webhook", f"http://127.0.0.1:{port}/hooks/{TOKEN}"],
+        env={k: v for k, v in os.environ.items() if not k.startswith("ASYNCSDK_")},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    got: list[dict[str, object]] = []
+    arrived = asyncio.Event()
+
+    async def hook(request: web.Request) -> web.Response:
+        got.append(await request.json())
+        arrived.set()
+        return web.json_response({"accepted": True})
+
+    app = web.Application()
+    app.router.add_post("/hooks/{token}", hook)
+    runner = web.AppRunner(app, access_log=None)
+    try:
+        serving = await line_with(child.stdout, "sandbox serving on ")
+        sandbox = serving.removeprefix("sandbox serving on ")
+        async with aiohttp.ClientSession() as s, s.get(f"{sandbox}/_sandbox/config") as r:
+            settings = await r.json()
+        # The default schedule waits base * 2**(n-1) after each of the first attempts - 1.
+        waits = [
+            settings["webhook_retry_base"] * 2**n
+            for n in range(settings["webhook_max_attempts"] - 1)
+        ]
+        assert sum(waits) >= 60
+        async with asyncsdk.Client(
+            api_key="sk_sandbox_enterprise", base_url=sandbox, app_url=sandbox
+        ) as client:
+            process = await client.run(asyncsdk.ToolSlug.DAY_TO_DUSK, samples.path("exterior.jpg"))
+        await line_with(child.stderr, "connection refused")
+        await asyncio.sleep(20)  # the receiver starts 20 s late: the old schedule gave up after 1 s
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        await asyncio.wait_for(arrived.wait(), 60)  # the attempt due 31.5 s after the first
+    finally:
+        await runner.cleanup()
+        child.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(child.communicate(), 30)
+    assert [event["process_id"] for event in got] == [process.id]
+
+
+async def test_a_given_up_delivery_is_resent_from_the_page_once_the_receiver_is_up() -> None:
+    with socket.socket() as probe:  # a free port where nothing listens yet
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = SandboxConfig(
+        webhook_urls=(f"http://127.0.0.1:{port}/hooks/{TOKEN}",),
+        webhook_retry_base=0.01,
+        webhook_max_attempts=2,
+    )
+    got: list[dict[str, object]] = []
+
+    async def hook(request: web.Request) -> web.Response:
+        got.append(await request.json())
+        return web.json_response({"accepted": True})
+
+    app = web.Application()
+    app.router.add_post("/hooks/{token}", hook)
+    runner = web.AppRunner(app, access_log=None)
+    async with Sandbox(config) as sb, aiohttp.ClientSession(base_url=sb.base_url) as s:
+        async with asyncsdk.Client(api_key=sb.api_key, base_url=sb.base_url) as client:
+            process = await client.run(asyncsdk.ToolSlug.DAY_TO_DUSK, samples.path("exterior.jpg"))
+        await sb.wait_idle()
+        [given_up] = sb.stats.deliveries
+        assert given_up.finished
+        assert not given_up.delivered
+        async with s.get("/_sandbox/") as page:
+            assert f'action="/_sandbox/deliveries/{given_up.id}/resend"' in await page.text()
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, "127.0.0.1", port).start()
+            async with s.post(  # as the page's form posts it: a form body, the page's Origin
+                f"/_sandbox/deliveries/{given_up.id}/resend",
+                data={},
+                headers={"Origin": sb.base_url},
+                allow_redirects=False,
+            ) as r:
+                assert r.status == 303
+            await sb.wait_idle()
+        finally:
+            await runner.cleanup()
+    assert given_up.delivered
+    # Two given-up attempts, then the resent one, numbered from 1 again.
+    assert [a.number for a in given_up.history] == [1, 2, 1]
+    assert [event["process_id"] for event in got] == [process.id]
+
+
+async def test_the_command_line_resends_every_given_up_delivery(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with socket.socket() as probe:  # a free port where nothing listens yet
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = SandboxConfig(
+        webhook_urls=(f"http://127.0.0.1:{port}/hooks/{TOKEN}",),
+        webhook_retry_base=0.01,
+        webhook_max_attempts=1,
+    )
+    got: list[dict[str, object]] = []
+
+    async def hook(request: web.Request) -> web.Response:
+        got.append(await request.json())
+        return web.json_response({"accepted": True})
+
+    app = web.Application()
+    app.router.add_post("/hooks/{token}", hook)
+    runner = web.AppRunner(app, access_log=None)
+    async with Sandbox(config) as sb:
+        async with asyncsdk.Client(api_key=sb.api_key, base_url=sb.base_url) as client:
+            process = await client.run(asyncsdk.ToolSlug.DAY_TO_DUSK, samples.path("exterior.jpg"))
+        await sb.wait_idle()
+        [given_up] = sb.stats.deliveries
+        assert not given_up.delivered
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, "127.0.0.1", port).start()
+            # The command runs its own event loop: run it beside this one.
+            argv = ["sandbox", "resend", "--url", sb.base_url, "--all-failed"]
+            assert await asyncio.to_thread(cli_main, argv) == 0
+            await sb.wait_idle()
+        finally:
+            await runner.cleanup()
+    assert f"resending {given_up.id} to http://127.0.0.1:{port}/hooks/" in capsys.readouterr().out
+    assert given_up.delivered
+    assert [event["process_id"] for event in got] == [process.id]

@@ -20,6 +20,8 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "sandbox.md"
 
 
 def _value(text: str) -> Any:
+    if text == "None":
+        return None
     if text in {"True", "False"}:
         return text == "True"
     return float(text)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import json
 import os
+import subprocess
 import sys
 import tempfile
+import tomllib
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -15,6 +18,8 @@ import pytest
 
 import asyncsdk.sandbox
 from asyncsdk.sandbox import Sandbox, SandboxConfig
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -46,9 +51,34 @@ async def test_sandbox_fixture_uses_the_overridden_config(sandbox: Sandbox) -> N
 
 def test_plugin_is_registered_and_imports_cleanly() -> None:
     names = {ep.name: ep.value for ep in entry_points(group="pytest11")}
-    assert names.get("asyncsdk_sandbox") == "asyncsdk.sandbox.pytest_plugin"
-    plugin = importlib.import_module("asyncsdk.sandbox.pytest_plugin")
-    assert {"sandbox", "sandbox_config"} <= set(plugin.__all__)
+    assert "asyncsdk_sandbox" in names  # the installed package registers it
+    # What the next install registers (an editable install keeps the entry points it was made
+    # with until it is made again).
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert declared["project"]["entry-points"]["pytest11"] == {
+        "asyncsdk_sandbox": "_asyncsdk_pytest"
+    }
+    for name in ("_asyncsdk_pytest", "asyncsdk.sandbox.pytest_plugin"):
+        plugin = importlib.import_module(name)
+        assert {"sandbox", "sandbox_config"} <= set(plugin.__all__)
+
+
+def test_loading_the_plugin_imports_none_of_the_sdk() -> None:
+    """pytest loads the plugin into every run of a project that installs the SDK: loading it must
+    not import the SDK (its client, aiohttp), which the fixtures import when a test uses them."""
+    probe = (
+        "import json, sys, _asyncsdk_pytest; print(json.dumps(sorted(name for name in sys.modules"
+        " if name.partition('.')[0] in ('asyncsdk', 'webhooks', 'aiohttp', 'cattrs', 'yarl'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert json.loads(done.stdout) == []
 
 
 def test_public_names() -> None:

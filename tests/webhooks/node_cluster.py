@@ -37,17 +37,32 @@ async def start_node(
     runs: Path,
     *,
     claim_timeout: float,
+    drain_timeout: float = 10.0,
     mode: str = "",
 ) -> Node:
     """One node on the inbox at ``url`` (prefix or schema ``where``); its runs go to ``runs``."""
-    args = (backend, url, where, TOKEN, name, str(runs), str(claim_timeout), mode)
+    timeouts = (str(claim_timeout), str(drain_timeout))
+    args = (backend, url, where, TOKEN, name, str(runs), *timeouts, mode)
     return Node(*await start_node_process(NODE_SCRIPT, *args, name=name))
 
 
 async def stop_node(node: Node) -> None:
+    """SIGTERM, as an orchestrator stops a node; a node still running 30 s later is killed and
+    the test fails (a drain is bounded by ``drain_timeout``)."""
     if node.process.returncode is None:
         node.process.send_signal(signal.SIGTERM)
-    await node.process.communicate()
+    try:
+        async with asyncio.timeout(30):
+            await node.process.communicate()
+    except TimeoutError:
+        node.process.send_signal(signal.SIGUSR2)  # its tasks' stacks, on its stdout
+        await asyncio.sleep(1)
+        node.process.kill()
+        out, _ = await node.process.communicate()
+        stacks = out.decode(errors="replace")
+        raise AssertionError(
+            f"node on port {node.port} still ran 30 s after SIGTERM; its tasks:\n{stacks}"
+        ) from None
 
 
 async def scrape(node: Node) -> dict[str, float]:

@@ -30,11 +30,22 @@ async def serve_until_terminated(
     port = runner.addresses[0][1]
     if ready is not None:
         await ready()
-    print(json.dumps({"ready": name, "port": port}), flush=True)
     stop = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    loop = asyncio.get_running_loop()
+    # Before the ready line: a SIGTERM sent the moment it is read must find the handler.
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    loop.add_signal_handler(signal.SIGUSR2, _print_tasks)
+    print(json.dumps({"ready": name, "port": port}), flush=True)
     await stop.wait()
     await runner.cleanup()
+
+
+def _print_tasks() -> None:
+    """SIGUSR2: every task's stack on stdout, for a test to show what a node that does not stop
+    is waiting for."""
+    for task in asyncio.all_tasks():
+        task.print_stack(file=sys.stdout)
+    sys.stdout.flush()
 
 
 async def start_node_process(

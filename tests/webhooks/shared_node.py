@@ -1,14 +1,19 @@
 """One receiver process on a shared Redis or PostgreSQL inbox (run as a script, not collected).
 
 An aiohttp app on 127.0.0.1 (a free port) with the webhook receiver mounted at ``/hooks/``,
-serving its Prometheus metrics at ``/hooks/metrics`` (token: ``METRICS_TOKEN``).  Its plain
-handler appends the process id to the file RUNS (one line per run, from any node); events whose
-status is ``failed`` also go to an ``atomic=True`` handler that counts them in the store, with
-the ack: the Redis hash ``<prefix>test:effects``, or the table ``public.effects``.  With
-``hold``, the plain handler waits for a SIGUSR1 to the process before it records its run.  Prints
-``{"ready": NAME, "port": N}`` once serving; stops on SIGTERM.
+serving its Prometheus metrics at ``/hooks/metrics`` (token: ``METRICS_TOKEN``) and its probes'
+routes at ``/hooks/ready`` and ``/hooks/live``, stopping with ``drain_timeout`` DRAIN_TIMEOUT.
+Its plain handler appends the process id to the file RUNS (one line per run, from any node);
+events whose status is ``failed`` also go, first, to an ``atomic=True`` handler that counts
+them in the store, with the ack: the Redis hash ``<prefix>test:effects``, or the table
+``<schema>.effects`` (which the test creates).  With ``hold``, the plain handler waits for a
+SIGUSR1 to the process before it records its run.  With ``overrun``, both handlers, on an
+entry's first hand-out (``info.attempt == 1``), never finish: the plain one before it records
+its run, the atomic one after it queued its write.  Prints ``{"ready": NAME, "port": N}`` once
+serving; stops on SIGTERM.
 
-    python shared_node.py redis|postgres URL PREFIX_OR_SCHEMA TOKEN NAME RUNS CLAIM_TIMEOUT [hold]
+    python shared_node.py redis|postgres URL PREFIX_OR_SCHEMA TOKEN NAME RUNS CLAIM_TIMEOUT
+        DRAIN_TIMEOUT [hold|overrun]
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from node_process import serve_until_terminated
 
 from asyncsdk import ProcessCompleted
 from webhooks import (
+    DeliveryInfo,
     PostgresInbox,
     PostgresWrites,
     RedisInbox,
@@ -45,6 +51,7 @@ async def main(
     name: str,
     runs: str,
     claim_timeout: str,
+    drain_timeout: str,
     mode: str = "",
 ) -> None:
     logging.basicConfig(format=f"node {name}: %(levelname)s %(name)s %(message)s")
@@ -62,30 +69,38 @@ async def main(
         consumer=f"node-{name}",
         metrics_route=True,
         metrics_token=METRICS_TOKEN,
+        health_routes=True,
+        drain_timeout=float(drain_timeout),
     )
     released = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, released.set)
     out = os.open(runs, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
-    @receiver.on_completed()
-    async def record(event: ProcessCompleted) -> None:
-        await asyncio.sleep(HANDLER_SECONDS)
-        if mode == "hold":
-            await released.wait()
-        os.write(out, f"{event.process_id}\n".encode())  # one append: whole lines
+    never = asyncio.Event()
 
     @receiver.on_completed(status="failed", atomic=True)
-    async def effect(event: ProcessCompleted, writes: Any) -> None:
+    async def effect(event: ProcessCompleted, writes: Any, info: DeliveryInfo) -> None:
         if backend == "redis":
             redis_writes: RedisWrites = writes
             redis_writes.call("HINCRBY", f"{where}test:effects", event.process_id, 1)
         else:
             postgres_writes: PostgresWrites = writes
             postgres_writes.execute(
-                "INSERT INTO public.effects VALUES ($1, 1)"
+                f'INSERT INTO "{where}".effects VALUES ($1, 1)'
                 " ON CONFLICT (process_id) DO UPDATE SET n = effects.n + 1",
                 event.process_id,
             )
+        if mode == "overrun" and info.attempt == 1:
+            await never.wait()
+
+    @receiver.on_completed()
+    async def record(event: ProcessCompleted, info: DeliveryInfo) -> None:
+        await asyncio.sleep(HANDLER_SECONDS)
+        if mode == "hold":
+            await released.wait()
+        if mode == "overrun" and info.attempt == 1:
+            await never.wait()
+        os.write(out, f"{event.process_id}\n".encode())  # one append: whole lines
 
     app = web.Application()
     receiver.setup(app, prefix="/hooks/")
@@ -94,4 +109,4 @@ async def main(
 
 
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:9]))
+    asyncio.run(main(*sys.argv[1:10]))

@@ -21,6 +21,7 @@ from whtools import payload as hook_payload
 from asyncsdk import ConfigurationError, ProcessCompleted
 from webhooks import (
     AtomicInbox,
+    DeliveryInfo,
     MemoryInbox,
     RedisInbox,
     RedisWrites,
@@ -105,9 +106,11 @@ async def test_atomic_handlers_need_an_inbox_that_can_apply_them() -> None:
     async def handler(event: ProcessCompleted, writes: RedisWrites) -> None:
         writes.call("INCR", "k")
 
-    with pytest.raises(ConfigurationError, match="use RedisInbox"):
+    with pytest.raises(ConfigurationError, match="use RedisInbox") as refused:
         receiver.on_completed(atomic=True)(handler)
     assert receiver.handlers == []
+    # The key to make writes idempotent on, as the guides name it: the one the inbox claims.
+    assert "key them on event.dedup_key, the key the inbox deduplicates on" in str(refused.value)
 
 
 async def test_writes_of_a_retried_entry_are_applied_once(
@@ -143,6 +146,52 @@ async def test_writes_of_a_retried_entry_are_applied_once(
     assert await raw_redis.hget(key, "proc-1") == b"1"
     assert receiver.metrics.processed == 1
     assert receiver.metrics.retried == 1
+
+
+async def test_handlers_run_in_order_and_an_atomic_one_runs_again_after_an_interrupted_one(
+    redis_url: str, redis_prefix: str, raw_redis: redis.asyncio.Redis
+) -> None:
+    """One event's handlers run one after another in the order registered, each whatever became
+    of the one before; a plain handler cut off by ``handler_timeout`` on the first attempt makes
+    the atomic one after it run again on the retry (its writes were dropped with the attempt),
+    while the plain one that succeeded is skipped.  The writes land once."""
+    receiver = WebhookReceiver(
+        inbox=RedisInbox(redis_url, prefix=redis_prefix),
+        verifier=TokenVerifier(HOOK.rsplit("/", 1)[1]),
+        handler_timeout=0.2,
+        retry_base=0.01,
+        poll_interval=0.05,
+    )
+    key = f"{redis_prefix}effects"
+    runs: list[tuple[str, int]] = []
+
+    @receiver.on_completed()
+    async def slow_first(event: ProcessCompleted, info: DeliveryInfo) -> None:
+        runs.append(("slow_first", info.attempt))
+        if info.attempt == 1:
+            await asyncio.sleep(30)  # cut off by handler_timeout
+
+    @receiver.on_completed(atomic=True)
+    async def count(event: ProcessCompleted, writes: RedisWrites, info: DeliveryInfo) -> None:
+        runs.append(("count", info.attempt))
+        writes.call("HINCRBY", key, event.process_id, 1)
+
+    @receiver.on_completed()
+    async def plain_last(event: ProcessCompleted, info: DeliveryInfo) -> None:
+        runs.append(("plain_last", info.attempt))
+
+    async with serve(receiver) as client:
+        response = await client.post(HOOK, data=encode(hook_payload("proc-o")), headers=JSON)
+        assert response.status == 200
+        await idle(receiver)
+    assert runs == [
+        ("slow_first", 1),
+        ("count", 1),
+        ("plain_last", 1),
+        ("slow_first", 2),
+        ("count", 2),
+    ]
+    assert await raw_redis.hget(key, "proc-o") == b"1"
 
 
 @pytest.mark.slow

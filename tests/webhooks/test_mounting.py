@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from aiohttp import web
 from whtools import JSON, OLD_TOKEN, TOKEN, Recorder, encode, idle, make_receiver, payload, serve
 
 from asyncsdk import ConfigurationError
-from webhooks import MemoryInbox, NoVerification, TokenVerifier, WebhookReceiver
+from webhooks import MemoryInbox, NoVerification, TokenVerifier, Verifier, WebhookReceiver
 
 METRICS_TOKEN = "scrape-" + "m" * 24
 SCRAPER = {"Authorization": f"Bearer {METRICS_TOKEN}"}
@@ -30,13 +32,15 @@ async def test_setup_routes_each_path_token_on_the_host_app() -> None:
     with pytest.raises(ConfigurationError, match="mounted already"):
         once.setup(web.Application())
     plain = {r.canonical for r in app.router.resources() if isinstance(r, web.PlainResource)}
-    assert plain == {f"/in/hooks/{TOKEN}", f"/in/hooks/{OLD_TOKEN}"}
+    # and the prefix without its slash, answered 404 with the URL to deliver to
+    assert plain == {f"/in/hooks/{TOKEN}", f"/in/hooks/{OLD_TOKEN}", "/in/hooks"}
     assert isinstance(mounted, web.PrefixedSubAppResource)
-    # A header-only verifier adds no routes of its own.
+    # A header-only verifier adds no token routes.
     header_only = WebhookReceiver(inbox=MemoryInbox(), verifier=TokenVerifier(TOKEN, in_path=False))
     other = web.Application()
     header_only.setup(other)
-    assert not [r for r in other.router.resources() if isinstance(r, web.PlainResource)]
+    plain_there = [r for r in other.router.resources() if isinstance(r, web.PlainResource)]
+    assert [r.canonical for r in plain_there] == ["/hooks"]
     receiver = build()
     async with serve(receiver, prefix="/in/hooks/") as client:
         for token in (TOKEN, OLD_TOKEN):
@@ -76,3 +80,32 @@ def test_misconfiguration_names_the_fix() -> None:
         WebhookReceiver(inbox=MemoryInbox(), verifier=NoVerification(), workers=0)
     with pytest.raises(ConfigurationError, match="10 seconds"):
         WebhookReceiver(inbox=MemoryInbox(), verifier=NoVerification(), put_timeout=9)
+
+
+@pytest.mark.parametrize(
+    ("path", "verifier", "expected"),
+    [
+        ("/hooks", TokenVerifier(TOKEN), "/hooks/<token>"),  # the prefix without its slash
+        (f"/hooks/{TOKEN}/", TokenVerifier(TOKEN), "/hooks/<token>"),  # a slash after the token
+        (f"/hooks/{TOKEN}/extra", TokenVerifier(TOKEN), "/hooks/<token>"),
+        ("/hooks", NoVerification(), "/hooks/"),  # a receiver without a token in its URL
+    ],
+)
+async def test_a_delivery_near_the_receiver_s_url_is_told_the_url(
+    path: str, verifier: Verifier, expected: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A sender retries every non-2xx: a misconfigured URL gets a 404 whose body says where to
+    deliver, and the operator one log line (not one per retry), without the path's token."""
+    receiver = WebhookReceiver(inbox=MemoryInbox(), verifier=verifier)
+    caplog.set_level(logging.WARNING, logger="webhooks")
+    async with serve(receiver) as client:
+        for _ in range(3):  # the sender's retries
+            response = await client.post(path, data=encode(payload("p-1")), headers=JSON)
+            assert response.status == 404
+            assert await response.json() == {
+                "error": f"no webhook receiver at this URL: deliver to {expected}"
+            }
+        assert await receiver.inbox.pending_count() == 0
+    [line] = [r.getMessage() for r in caplog.records if r.name == "webhooks"]
+    assert f"its sender will retry it until its URL is {expected}" in line
+    assert TOKEN not in line

@@ -421,3 +421,39 @@ async def test_the_shared_inbox_gauges_come_from_the_store_and_go_when_it_is_out
         inbox.down = False
         await eventually(read, "the depth read again", limit=10, step=0.1)
         release.set()
+
+
+class CancelNotPassedOn(MemoryInbox):
+    """An inbox whose ``stats()`` answers a cancellation with an error of its own, or swallows
+    it and answers, as some drivers do (and as ``asyncio.timeout`` on Python 3.11 can when its
+    deadline and the cancel meet): the receiver's stop must not wait on it."""
+
+    def __init__(self, answer: str) -> None:
+        super().__init__()
+        self.answer = answer
+        self.reading = asyncio.Event()
+
+    async def stats(self) -> InboxStats:
+        self.reading.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            if self.answer == "an error":
+                raise InboxUnavailableError("the connection was lost") from None
+        return await super().stats()
+
+
+@pytest.mark.parametrize("answer", ["an error", "the figures"])
+async def test_stop_returns_while_the_store_read_for_metrics_does_not_pass_its_cancel_on(
+    answer: str,
+) -> None:
+    inbox = CancelNotPassedOn(answer)
+    receiver = WebhookReceiver(
+        inbox=inbox,
+        verifier=TokenVerifier(TOKEN),
+        telemetry=ReceiverTelemetry(metrics=CollectorRegistry()),
+    )
+    await receiver.start()
+    await asyncio.wait_for(inbox.reading.wait(), 10)  # the figures' read is under way
+    async with asyncio.timeout(10):  # a guard: stop() used to wait forever
+        await receiver.stop()

@@ -560,7 +560,7 @@ async def test_the_guide_s_side_by_side_example_receives_both(tmp_path: Path) ->
             await client.post("/billing/", data=body, headers=signed(sign_with_svix, "msg_6", body))
         ledger = app[example["LEDGER"]]
         await wait_until(lambda: bool(ledger), "the invoice to reach the ledger")
-    assert ledger == {"msg_6": 1200}
+    assert ledger == {"webhook:msg_6": 1200}
     assert (tmp_path / "service.sqlite3").exists()
     assert (tmp_path / "billing.sqlite3").exists()
 

@@ -55,9 +55,10 @@ async def raw_postgres(
 
 @pytest.fixture
 async def inbox(
-    postgres_dsn: str, postgres_schema: str, raw_postgres: asyncpg.Connection
+    store_dsn: str, postgres_schema: str, raw_postgres: asyncpg.Connection
 ) -> AsyncIterator[PostgresInbox]:
-    inbox = PostgresInbox(postgres_dsn, schema=postgres_schema, claim_timeout=CLAIM_TIMEOUT)
+    """The inbox, directly and through PgBouncer in each pool mode."""
+    inbox = PostgresInbox(store_dsn, schema=postgres_schema, claim_timeout=CLAIM_TIMEOUT)
     yield inbox
     await inbox.close()
 

@@ -29,21 +29,23 @@ pytestmark = pytest.mark.postgres
 
 
 class TestPostgresInbox(ClaimingInboxContract):
+    """The contract, directly and through PgBouncer in each pool mode (``store_dsn``)."""
+
     @pytest.fixture
-    async def inbox(self, postgres_dsn: str, postgres_schema: str) -> AsyncIterator[Inbox]:
-        inbox = PostgresInbox(postgres_dsn, schema=postgres_schema, claim_timeout=CLAIM_TIMEOUT)
+    async def inbox(self, store_dsn: str, postgres_schema: str) -> AsyncIterator[Inbox]:
+        inbox = PostgresInbox(store_dsn, schema=postgres_schema, claim_timeout=CLAIM_TIMEOUT)
         yield inbox
         await inbox.close()
 
 
 class TestSharedPostgresInbox(SharedInboxContract):
     @pytest.fixture
-    async def open_inbox(self, postgres_dsn: str, postgres_schema: str) -> AsyncIterator[OpenInbox]:
+    async def open_inbox(self, store_dsn: str, postgres_schema: str) -> AsyncIterator[OpenInbox]:
         opened: list[PostgresInbox] = []
 
         def open_inbox() -> PostgresInbox:
             opened.append(
-                PostgresInbox(postgres_dsn, schema=postgres_schema, claim_timeout=CLAIM_TIMEOUT)
+                PostgresInbox(store_dsn, schema=postgres_schema, claim_timeout=CLAIM_TIMEOUT)
             )
             return opened[-1]
 

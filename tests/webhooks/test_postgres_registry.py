@@ -7,7 +7,7 @@ import asyncio
 import datetime
 import functools
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import asyncpg
 import attrs
@@ -31,6 +31,27 @@ async def make_registry(postgres_dsn: str, postgres_schema: str) -> AsyncIterato
         functools.partial(PostgresRegistry, postgres_dsn, schema=postgres_schema)
     ) as make:
         yield make
+
+
+class TestPostgresRegistryThroughPgBouncer(RegistryContract):
+    """The contract through PgBouncer: in session mode as directly; in transaction mode with a
+    direct ``listen_dsn`` for LISTEN, and polling without one."""
+
+    @pytest.fixture(params=["session", "transaction+listen_dsn", "transaction+polling"])
+    async def make_registry(
+        self,
+        request: pytest.FixtureRequest,
+        postgres_dsn: str,
+        postgres_schema: str,
+        through_pgbouncer: Callable[[str], str],
+    ) -> AsyncIterator[MakeRegistry]:
+        mode, _, listening = str(request.param).partition("+")
+        options: dict[str, object] = {"schema": postgres_schema, "poll_interval": 0.1}
+        if listening == "listen_dsn":
+            options["listen_dsn"] = postgres_dsn
+        create = functools.partial(PostgresRegistry, through_pgbouncer(mode), **options)
+        async with registries(create) as make:
+            yield make
 
 
 @pytest.fixture

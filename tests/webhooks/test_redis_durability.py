@@ -16,9 +16,9 @@ reconfigured and its append-only file cut, which the shared server must never be
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,10 +30,20 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 from inbox_contract import event
 from own_servers import OwnRedis
-from whtools import HOOK, JSON, TOKEN, encode, eventually, payload, serve, wait_until
+from whtools import (
+    HOOK,
+    JSON,
+    TOKEN,
+    encode,
+    eventually,
+    inbox_stats,
+    payload,
+    serve,
+    wait_until,
+)
 
 from asyncsdk import ConfigurationError, ProcessCompleted
-from webhooks import RedisInbox, TokenVerifier, WebhookReceiver
+from webhooks import InboxUnavailableError, RedisInbox, TokenVerifier, WebhookReceiver
 
 pytestmark = [pytest.mark.slow]
 
@@ -126,9 +136,54 @@ async def test_a_server_refusing_config_is_read_from_info_and_says_why(
             "a host crash can lose up to about 1 s of acknowledged deliveries with appendfsync"
             " everysec (the default), nothing with always" in line
         )
-        # Strict mode cannot tell that each write is fsynced: refused, saying why.
-        with pytest.raises(ConfigurationError, match="CONFIG GET refused"):
+        # Strict mode cannot tell that each write is fsynced: refused, saying why and naming
+        # only what such a server allows (no CONFIG SET).
+        with pytest.raises(ConfigurationError, match="CONFIG GET refused") as refused:
             await checked(RedisInbox(server.url, prefix=PREFIX, durability="strict"))
+        message = str(refused.value)
+        assert "CONFIG SET" not in message
+        assert "pass replicas=N to wait for N replicas with WAIT" in message
+        assert "use Redis 7.2+ with the append-only file on, where WAITAOF waits" in message
+
+
+async def test_a_cluster_is_refused_at_start_naming_what_to_use(tmp_path: Path) -> None:
+    cluster = ("--cluster-enabled", "yes", "--cluster-config-file", str(tmp_path / "nodes.conf"))
+    # The bus port is named: by default it is the port + 10000, which a free port above 55535
+    # would push past 65535, and the server would refuse to start.
+    cluster += ("--cluster-port", str(own_servers.free_port()))
+    with own_servers.own_redis(tmp_path / "redis", "everysec", cluster) as server:
+        receiver = WebhookReceiver.from_redis(
+            server.url, prefix=PREFIX, verifier=TokenVerifier(TOKEN)
+        )
+        with pytest.raises(ConfigurationError) as refused:
+            async with serve(receiver):
+                raise AssertionError("the receiver started on a Redis cluster")
+        await receiver.stop()
+    message = str(refused.value)
+    assert f"Redis at 127.0.0.1:{server.port}/0 runs in cluster mode" in message
+    assert "Use a standalone Redis (with replicas for failover" in message
+
+
+async def test_strict_mode_with_replicas_needs_no_config(tmp_path: Path) -> None:
+    """On a server that refuses CONFIG, ``replicas=1`` makes strict mode work: each put is
+    confirmed by ``WAIT``, which needs no admin command."""
+    no_config = ("--rename-command", "CONFIG", "")
+    with own_servers.own_redis(tmp_path / "primary", "everysec", no_config) as primary:
+        inbox = RedisInbox(primary.url, prefix=PREFIX, durability="strict", replicas=1)
+        try:
+            await inbox.check()
+            with pytest.raises(InboxUnavailableError, match="only 0 of 1 replicas"):
+                await inbox.put(event("alone"), b"{}")
+            follow = ("--replicaof", "127.0.0.1", str(primary.port), *no_config)
+            with own_servers.own_redis(tmp_path / "replica", "everysec", follow) as replica:
+                reader = redis.asyncio.Redis.from_url(replica.url)
+                try:
+                    await eventually(lambda: _linked(reader), "the replica to sync", limit=30)
+                    assert await inbox.put(event("replicated"), b"{}") is True
+                finally:
+                    await reader.aclose()
+        finally:
+            await inbox.close()
 
 
 # -- strict mode -------------------------------------------------------------------------------
@@ -228,6 +283,66 @@ async def test_strict_mode_stops_answering_2xx_when_the_server_stops_fsyncing_ea
         await admin.aclose()
 
 
+@pytest.mark.parametrize("own_redis", ["always"], indirect=True)
+async def test_puts_answered_503_then_lost_by_a_restart_are_not_reported_as_a_loss(
+    own_redis: OwnRedis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Strict mode, then ``appendfsync everysec`` at runtime: the puts are refused (503), yet
+    their entries count in Redis' sequence.  A restart that loses them lost nothing anyone was
+    answered 2xx for: no error line, and ``stats()`` counts no loss, on either node."""
+    nodes = [RedisInbox(own_redis.url, prefix=PREFIX, durability="strict") for _ in range(2)]
+    admin = redis.asyncio.Redis.from_url(own_redis.url)
+    try:
+        for node in nodes:
+            await node.check()
+        for n in range(5):
+            assert await nodes[n % 2].put(event(f"kept-{n}"), b"{}") is True
+        (aof,) = own_redis.aof_files()
+        fsynced = aof.stat().st_size  # appendfsync always: all of it is on disk
+
+        await admin.config_set("appendfsync", "everysec")
+        for n in range(10):
+            with pytest.raises(InboxUnavailableError, match="no longer fsyncs"):
+                await nodes[n % 2].put(event(f"refused-{n}"), b"{}")
+        for node in nodes:  # each claim also reads the sequence, refused puts counted in it
+            await node.claim_batch(f"c-{id(node)}", 100)
+
+        own_redis.kill()
+        own_redis.cut_aof(fsynced)  # a host crash before the refused puts reached the disk
+        own_redis.start()
+        for round_ in range(3):  # puts and claims after the restart compare the nodes' marks
+            for index, node in enumerate(nodes):
+                pid = f"after-{round_}-{index}"
+                await eventually(functools.partial(_put_and_claim, node, pid), "a put and claim")
+        assert (await nodes[0].stats()).lost == 0
+    finally:
+        await admin.aclose()
+        for node in nodes:
+            await node.close()
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert not [m for m in errors if "acknowledged" in m], errors
+
+
+async def _claimed(inbox: RedisInbox) -> bool:
+    """A claim, or ``False`` while the restarted server still refuses it."""
+    try:
+        await inbox.claim_batch(f"c-{id(inbox)}", 100)
+    except InboxUnavailableError:
+        return False
+    return True
+
+
+async def _put_and_claim(inbox: RedisInbox, pid: str) -> bool:
+    """A put and a claim, or ``False`` while the restarted server still refuses them (the
+    connections of the pool were reset by its restart)."""
+    try:
+        await inbox.put(event(pid), b"{}")
+        await inbox.claim_batch(f"c-{id(inbox)}", 100)
+    except InboxUnavailableError:
+        return False
+    return True
+
+
 async def sent(client: TestClient[web.Request, web.Application], pid: str) -> str:
     """Deliver ``pid`` as the service does, again after each 503; the 2xx answer's status."""
 
@@ -325,15 +440,7 @@ async def test_a_restart_from_a_cut_append_only_file_is_logged_and_counted(
             assert await sent(client, f"after-{n}") == "accepted"
         await wait_until(lambda: len(handled) == 45, "the later deliveries handled")
 
-    cli = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", "asyncsdk", "inbox", "stats"),
-        *("--redis", own_redis.url, "--prefix", PREFIX),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await cli.communicate()
-    assert cli.returncode == 0, err
-    shown = dict(line.split(None, 1) for line in out.decode().splitlines())
+    shown, _ = await inbox_stats("--redis", own_redis.url, "--prefix", PREFIX)
     assert shown["durability"] == (
         "appendonly yes, appendfsync everysec: a host crash can lose up to about 1 s of"
         " acknowledged deliveries"
@@ -341,6 +448,47 @@ async def test_a_restart_from_a_cut_append_only_file_is_logged_and_counted(
     assert shown["lost"].startswith("15 acknowledged (last found 20")
     assert shown["lost"].endswith("the sequence of accepted entries went from 40 back to 25)")
     assert len([m for m in loss_lines() if "acknowledged" in m]) == 1
+
+
+async def test_with_two_receivers_each_lost_delivery_is_counted_once(
+    own_redis: OwnRedis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two nodes answered different parts of the lost writes: their error lines together name
+    each lost delivery once, and ``stats()`` gives the same total on either node."""
+    nodes = [RedisInbox(own_redis.url, prefix=PREFIX) for _ in range(2)]
+    try:
+        for n in range(10):
+            assert await nodes[0].put(event(f"kept-{n}"), b"{}") is True
+        (aof,) = own_redis.aof_files()
+        await asyncio.sleep(1.5)  # appendfsync everysec: the kept writes reach the disk
+        survived = aof.stat().st_size
+        for n in range(6):  # node 0's mark: 16
+            assert await nodes[0].put(event(f"lost-a-{n}"), b"{}") is True
+        for n in range(9):  # node 1's mark: 25
+            assert await nodes[1].put(event(f"lost-b-{n}"), b"{}") is True
+        own_redis.kill()
+        own_redis.cut_aof(survived)
+        own_redis.start()
+        # Each node finds its part at its next claim (as within poll_interval, before any new
+        # delivery is accepted; one accepted in between would take a number of the lost range).
+        for node in nodes:
+            await eventually(functools.partial(_claimed, node), "a claim after the restart")
+        await asyncio.sleep(1.1)  # a claim sends the mark at most once a second, on its own
+        for node in nodes:  # connections again, should the first one have failed
+            await node.claim_batch(f"c-{id(node)}", 100)
+        for round_ in range(3):
+            for index, node in enumerate(nodes):
+                pid = f"after-{round_}-{index}"
+                await eventually(functools.partial(_put_and_claim, node, pid), "a put and claim")
+        totals = {(await node.stats()).lost for node in nodes}
+    finally:
+        for node in nodes:
+            await node.close()
+    lines = [r.getMessage() for r in caplog.records if "acknowledged deliver" in r.getMessage()]
+    counted = [int(n) for line in lines for n in re.findall(r" lost (\d+) acknowledged", line)]
+    assert sum(counted) == 15, lines
+    assert totals == {15}
+    assert all("counted once, by the first receiver whose mark finds it" in m for m in lines)
 
 
 async def test_a_fresh_inbox_on_a_server_with_a_loss_reports_it_in_stats(

@@ -122,6 +122,27 @@ async def test_every_key_is_under_the_prefix_and_expires(
         await inbox.close()
 
 
+async def test_a_put_claimed_on_a_fresh_inbox_leaves_every_key_expiring(
+    redis_url: str, redis_prefix: str, raw_redis: redis.asyncio.Redis
+) -> None:
+    # The script that stores and hands out in one step creates the attempts hash after the put
+    # has set the keys' TTLs: that hash must expire too.
+    inbox = RedisInbox(redis_url, prefix=redis_prefix, retention=3600)
+    try:
+        entry = await inbox.submit_put_claimed(event("p-1"), b"one", "c1")
+        assert entry is not None
+        keys = [k.decode() async for k in raw_redis.scan_iter(match=f"{redis_prefix}*")]
+        assert any(key.endswith(":attempts") for key in keys)
+        for key in keys:
+            ttl = await raw_redis.ttl(key)
+            if key.endswith(":seq"):
+                assert ttl == -1
+            else:
+                assert 3500 < ttl <= 3600, key
+    finally:
+        await inbox.close()
+
+
 async def test_a_failed_append_leaves_no_dedup_claim(
     redis_url: str, redis_prefix: str, raw_redis: redis.asyncio.Redis
 ) -> None:

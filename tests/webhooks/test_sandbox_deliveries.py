@@ -112,3 +112,38 @@ async def test_a_removal_answered_by_webhook_keeps_its_group_id_for_the_mask_rem
             assert sb.stats.processes_created == 2
         assert removal.process_group_id == auto.process_group_id
         assert (await api.processes.get(removal.id)).process_group_id == auto.process_group_id
+
+
+async def _one_run_into(inbox_file: Path, config: SandboxConfig) -> tuple[str, list[str]]:
+    """One sandbox run delivering one process to a receiver over the kept ``inbox_file``: the
+    process id, and the ids the handler ran for."""
+    async with Sandbox(config) as sb:
+        receiver = WebhookReceiver(inbox=SQLiteInbox(inbox_file), verifier=TokenVerifier(TOKEN))
+        seen = Recorder()
+        receiver.on_completed()(seen)
+        async with serve(receiver) as http:
+            sb.register_webhook(str(http.make_url(HOOK)))
+            [process_id] = await create_processes(sb, 1)
+            await sb.wait_idle()
+            await idle(receiver)
+            assert all(d.delivered for d in sb.stats.deliveries)
+        return process_id, seen.ids
+
+
+async def test_a_kept_inbox_handles_the_next_sandbox_runs_process(tmp_path: Path) -> None:
+    # Two runs of the sandbox, as after a restart; the receiver keeps its SQLite inbox file.
+    inbox_file = tmp_path / "inbox.db"
+    first, handled_first = await _one_run_into(inbox_file, SandboxConfig())
+    second, handled_second = await _one_run_into(inbox_file, SandboxConfig())
+    assert first != second
+    assert handled_first == [first]
+    assert handled_second == [second]  # not taken for the first run's event
+
+
+async def test_a_seed_repeats_the_ids_so_a_kept_inbox_skips_them(tmp_path: Path) -> None:
+    inbox_file = tmp_path / "inbox.db"
+    first, handled_first = await _one_run_into(inbox_file, SandboxConfig(seed=3))
+    second, handled_second = await _one_run_into(inbox_file, SandboxConfig(seed=3))
+    assert first == second
+    assert handled_first == [first]
+    assert handled_second == []  # a duplicate to the kept inbox: the reason to leave out a seed

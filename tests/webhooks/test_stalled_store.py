@@ -34,6 +34,7 @@ FREEZE_AFTER = 80
 FREEZE_SECONDS = 15.0
 CLAIM_TIMEOUT = 30.0
 SENDERS = 24
+SCHEMA = "stall"
 
 
 def status_of(n: int) -> str:
@@ -125,7 +126,10 @@ async def postgres_store() -> AsyncIterator[OwnServer]:
                 conn = await asyncpg.connect(server.url, timeout=2)
             except (OSError, asyncpg.PostgresError):
                 return False
-            await conn.execute("CREATE TABLE effects (process_id text PRIMARY KEY, n int)")
+            await conn.execute(f"CREATE SCHEMA {SCHEMA}")
+            await conn.execute(
+                f"CREATE TABLE {SCHEMA}.effects (process_id text PRIMARY KEY, n int)"
+            )
             await conn.close()
             return True
 
@@ -180,7 +184,7 @@ async def test_postgres_frozen_for_15_s_runs_each_plain_handler_once(
 
     from webhooks import PostgresInbox
 
-    schema = "stall"
+    schema = SCHEMA
     inbox = PostgresInbox(postgres_store.url, schema=schema)
     try:
         async with frozen_mid_burst("postgres", postgres_store, schema, tmp_path):
@@ -188,7 +192,7 @@ async def test_postgres_frozen_for_15_s_runs_each_plain_handler_once(
             async def effects() -> dict[str, int]:
                 conn = await asyncpg.connect(postgres_store.url)
                 try:
-                    rows = await conn.fetch("SELECT process_id, n FROM effects")
+                    rows = await conn.fetch(f"SELECT process_id, n FROM {SCHEMA}.effects")
                 finally:
                     await conn.close()
                 return {row["process_id"]: row["n"] for row in rows}

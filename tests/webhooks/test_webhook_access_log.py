@@ -92,6 +92,17 @@ def escaped(token: str) -> str:
         ("POST", f"/hooks/{escaped(TOKEN)}", 200),
         ("POST", f"/other/{escaped(TOKEN)}", 404),
     ],
+    # Named, not by their random tokens: every test process (pytest-xdist's too) collects the same.
+    ids=[
+        "doubled-slash",
+        "capitals",
+        "old-token-in-capitals",
+        "in-a-query",
+        "in-a-query-of-a-get",
+        "live",
+        "live-escaped",
+        "escaped-on-another-path",
+    ],
 )
 async def test_a_live_token_is_hidden_in_every_request_line(
     base_url: str, method: str, target: str, status: int, caplog: pytest.LogCaptureFixture
@@ -126,6 +137,7 @@ async def test_a_live_token_is_hidden_in_every_request_line(
         (f"/api/HOOKS/{TOKEN}", 404),  # a miss inside the mounted app
         (f"/api/other?token={OLD_TOKEN}", 404),
     ],
+    ids=["live", "host-miss", "mounted-miss", "in-a-query"],  # named, as above
 )
 async def test_a_live_token_is_hidden_when_the_receiver_sits_in_a_nested_app(
     nested_url: str, target: str, status: int, caplog: pytest.LogCaptureFixture

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -15,6 +16,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from asyncsdk import ProcessCompleted, ResultAsset
 from webhooks import (
+    EventReceiver,
     Inbox,
     InboxEntry,
     InboxUnavailableError,
@@ -98,7 +100,7 @@ def bare_receiver(inbox: Inbox, **options: Any) -> WebhookReceiver:
 
 @contextlib.asynccontextmanager
 async def serve(
-    receiver: WebhookReceiver,
+    receiver: WebhookReceiver | EventReceiver,
     *,
     prefix: str = "/hooks/",
     server_options: dict[str, Any] | None = None,
@@ -263,3 +265,17 @@ def cancellation_watch() -> tuple[Any, asyncio.Event]:
 
 def statuses(answers: Sequence[dict[str, Any]]) -> list[str]:
     return [a.get("status", "") for a in answers]
+
+
+async def inbox_stats(*store: str) -> tuple[dict[str, str], str]:
+    """``asyncsdk inbox stats STORE...`` as an operator runs it: its lines by name, and all it
+    printed (for a look for what must not show); fails the test when the command fails."""
+    cli = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "asyncsdk", "inbox", "stats", *store),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await cli.communicate()
+    assert cli.returncode == 0, err
+    shown = dict(line.split(None, 1) for line in out.decode().splitlines())
+    return shown, out.decode() + err.decode()

@@ -26,6 +26,9 @@ class PostgresBackend:
     claim_timeout: float = attrs.field(default=DEFAULT_CLAIM_TIMEOUT, kw_only=True)
     retention: float = attrs.field(default=DEFAULT_DEDUP_RETENTION, kw_only=True)
     keep_for: float = attrs.field(default=DEFAULT_KEEP_FOR, kw_only=True)
+    listen_dsn: str | None = attrs.field(default=None, kw_only=True)
+    """The registry's :attr:`~webhooks.PostgresRegistry.listen_dsn`: a direct connection for
+    its LISTEN when ``dsn`` goes through a pooler in transaction mode."""
     inbox: PostgresInbox = attrs.field(init=False)
     registry: PostgresRegistry = attrs.field(init=False)
 
@@ -39,7 +42,9 @@ class PostgresBackend:
             claim_timeout=self.claim_timeout,
             retention=self.retention,
         )
-        self.registry = PostgresRegistry(self.dsn, schema=self.schema, keep_for=self.keep_for)
+        self.registry = PostgresRegistry(
+            self.dsn, schema=self.schema, keep_for=self.keep_for, listen_dsn=self.listen_dsn
+        )
 
     async def close(self) -> None:
         """Close the registry (its waiters get RegistryClosedError) and the inbox."""

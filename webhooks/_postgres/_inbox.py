@@ -13,7 +13,10 @@ process still holds the entry (:class:`~webhooks.AtomicInbox`).
 from __future__ import annotations
 
 import asyncio
+import datetime
 import functools
+import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Final, TypeVar
 
@@ -37,10 +40,13 @@ from webhooks._postgres._connect import (
     check_schema,
     create_pool,
     ensure_schema,
+    open_connection,
+    pooler,
     require_asyncpg,
     translate_errors,
     where,
 )
+from webhooks._postgres._losses import AnsweredWindow, loss_line
 from webhooks._postgres._puts import PutBatcher, Row, Stored
 from webhooks._postgres._writes import PostgresWrites, Step
 
@@ -48,6 +54,8 @@ if TYPE_CHECKING:
     import asyncpg
 
 __all__ = ["PostgresInbox"]
+
+logger = logging.getLogger("webhooks.postgres")
 
 _PURGE_EVERY: Final = 60.0
 """Seconds between deletions of finished rows past their retention."""
@@ -68,8 +76,10 @@ class PostgresInbox:
         receiver = WebhookReceiver(..., inbox=inbox)
 
     The inbox opens a pool on ``dsn`` at its first use and closes it in ``close``; the schema and
-    its tables are created then if they do not exist.  A finished event's row (without its bodies)
-    holds its dedup key ``retention`` seconds after the ack, then it is deleted.
+    its tables are created then if they do not exist.  Through PgBouncer in transaction mode, add
+    ``?pooler=transaction`` to the DSN (statements are then not cached on the connections).  A
+    finished event's row (without its bodies) holds its dedup key ``retention`` seconds after the
+    ack, then it is deleted.
     """
 
     dsn: str = attrs.field(converter=check_dsn)
@@ -88,6 +98,9 @@ class PostgresInbox:
     _opening: asyncio.Lock = attrs.field(factory=asyncio.Lock, init=False)
     _closed: bool = attrs.field(default=False, init=False)
     _next_purge: float = attrs.field(default=0.0, init=False)
+    _answered: AnsweredWindow = attrs.field(factory=AnsweredWindow, init=False)
+    """The ids this node answered lately, and the server it reached: a failover's losses."""
+    _looking: set[asyncio.Task[None]] = attrs.field(factory=set, init=False)
 
     def __attrs_post_init__(self) -> None:
         require_asyncpg()
@@ -263,9 +276,22 @@ class PostgresInbox:
     async def stats(self) -> InboxStats:
         """Depth, oldest entry's age, dead letters: :meth:`~webhooks.InspectableInbox.stats`."""
         row = await self._call("stats", lambda pool: pool.fetchrow(self._statements.stats))
-        depth, oldest_age, dead, replayed = row if row is not None else (0, None, 0, 0)
+        depth, oldest_age, dead, replayed, lost, lost_at = (
+            row if row is not None else (0, None, 0, 0, 0, None)
+        )
         age = None if oldest_age is None else max(0.0, float(oldest_age))
-        return InboxStats(depth=int(depth), oldest_age=age, dead=int(dead), replayed=int(replayed))
+        last = None
+        if lost_at is not None:
+            when = datetime.datetime.fromtimestamp(int(lost_at), datetime.UTC)
+            last = f"last found {when.isoformat(timespec='seconds')}, after a failover"
+        return InboxStats(
+            depth=int(depth),
+            oldest_age=age,
+            dead=int(dead),
+            replayed=int(replayed),
+            lost=int(lost),
+            last_loss=last,
+        )
 
     async def pending_count(self) -> int:
         """Entries neither acked nor dead-lettered: :meth:`~webhooks.Inbox.pending_count`."""
@@ -279,11 +305,23 @@ class PostgresInbox:
         """Raise ``InboxUnavailableError`` if the store is down: :meth:`~webhooks.Inbox.check`."""
         await self._call("check", lambda pool: pool.fetch(self._statements.check))
 
+    async def exists(self) -> bool:
+        """Whether the schema holds an inbox table, asked on a connection of its own (without
+        creating anything, as every other method does at its first use)."""
+        with translate_errors(InboxUnavailableError, InboxError, "inbox exists", self.dsn):
+            conn = await open_connection(self.dsn)
+            try:
+                return bool(await conn.fetchval(self._statements.exists, self.schema))
+            finally:
+                await conn.close()
+
     async def close(self) -> None:
         """Close the pool.  Entries stay in the database."""
         if self._closed:
             return
         await self._puts.sent()  # puts already queued commit before the inbox closes
+        if self._looking:  # a look for a failover's losses finishes first
+            await asyncio.wait(self._looking)
         self._closed = True
         async with self._opening:  # an opening under way finishes first
             pool, self._pool = self._pool, None
@@ -305,6 +343,7 @@ class PostgresInbox:
                 float(self.retention),
                 [row[3] for row in rows],
             )
+        self._answered.note(record[1] for record in stored)
         return {record[0]: (record[1], record[2]) for record in stored}
 
     def _check_open(self) -> None:
@@ -320,14 +359,49 @@ class PostgresInbox:
             async with self._opening:
                 self._check_open()
                 if self._pool is None:
-                    pool = await create_pool(self.dsn)
+                    pool = await create_pool(self.dsn, init=self._connected)
                     try:
-                        await ensure_schema(pool, self.schema)
+                        await ensure_schema(pool, self.schema, self.dsn)
                     except BaseException:
                         pool.terminate()
                         raise
                     self._pool = pool
+                    through = pooler(self.dsn)
+                    logger.info(
+                        "inbox on PostgreSQL at %s, schema %s: %s",
+                        where(self.dsn),
+                        self.schema,
+                        f"through a {through} pooler" if through else "direct",
+                    )
         return self._pool
+
+    async def _connected(self, conn: asyncpg.Connection) -> None:
+        """A new connection of the pool: when it reached another server than the one before
+        (a promoted standby), look for the entries this node answered lately."""
+        started = await conn.fetchval(_sql.SERVER_STARTED)
+        if self._answered.server_seen(started):
+            task = asyncio.get_running_loop().create_task(self._look_for_losses())
+            self._looking.add(task)
+            task.add_done_callback(self._looking.discard)
+
+    async def _look_for_losses(self) -> None:
+        """Count and log the entries this node answered in the last ``WINDOW`` seconds that the
+        server no longer holds (:mod:`webhooks._postgres._losses`)."""
+        answered = self._answered.recent()
+        if not answered:
+            return
+        try:
+            pool = await self._ready_pool()
+            present = {row[0] for row in await pool.fetch(self._statements.present, answered)}
+            lost = [entry_id for entry_id in answered if entry_id not in present]
+            if lost:
+                await pool.execute(self._statements.count_lost, len(lost), int(time.time()))
+        except Exception as exc:  # the next server change looks again
+            logger.warning("looking for entries a failover lost failed: %s", exc)
+            return
+        if lost:
+            self._answered.forget(lost)
+            logger.error(loss_line(len(lost), where(self.dsn), self.schema))
 
     async def _call(self, what: str, op: Callable[[asyncpg.Pool], Awaitable[T]]) -> T:
         """``op`` on the pool, with asyncpg's errors turned into the inbox's."""

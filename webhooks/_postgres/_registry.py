@@ -14,6 +14,10 @@ notification carries only the id: events can be larger than a notification may b
 starts after the event landed finds it by the same read.  When the listening connection drops,
 the instance connects again and re-reads every id still waited for, so nothing is missed while
 it was down.
+
+Through a pooler in transaction mode (``?pooler=transaction`` in the DSN) no connection can
+LISTEN: the instance listens on ``listen_dsn`` (a direct connection) when given one, else it
+polls, reading every id still waited for each ``poll_interval`` seconds.
 """
 
 from __future__ import annotations
@@ -26,18 +30,22 @@ from typing import TYPE_CHECKING, ClassVar, Final
 
 import attrs
 
+from asyncsdk import ConfigurationError
 from webhooks._checks import positive_seconds
 from webhooks._codec import encode_event
 from webhooks._errors import RegistryClosedError, RegistryUnavailableError
 from webhooks._postgres import _sql
 from webhooks._postgres._connect import (
     DEFAULT_SCHEMA,
+    TRANSACTION,
     check_dsn,
+    check_listen_dsn,
     check_schema,
     close_connection,
     create_pool,
     ensure_schema,
     listen,
+    pooler,
     require_asyncpg,
     translate_errors,
     where,
@@ -77,6 +85,10 @@ class PostgresRegistry(RemoteRegistry):
     Each instance holds one listening connection and a small pool, however many coroutines wait.
     Results are kept in the database for ``keep_for`` seconds (the first event of a process id
     wins), so a wait that starts late still finds them.
+
+    Through PgBouncer in transaction mode (``?pooler=transaction`` in ``dsn``), pass a direct
+    ``listen_dsn`` for the listening connection; without one the instance polls every
+    ``poll_interval`` seconds instead (a wake-up then takes up to that long).
     """
 
     dsn: str = attrs.field(converter=check_dsn)
@@ -88,6 +100,12 @@ class PostgresRegistry(RemoteRegistry):
     ping_interval: float = attrs.field(default=10.0, kw_only=True, validator=positive_seconds)
     """Seconds between checks of the listening connection; one unanswered for that long and the
     connection is dropped and made again."""
+    listen_dsn: str | None = attrs.field(default=None, kw_only=True, converter=check_listen_dsn)
+    """A DSN for the listening connection alone (default: ``dsn``), for a ``dsn`` that goes
+    through a pooler in transaction mode."""
+    poll_interval: float = attrs.field(default=1.0, kw_only=True, validator=positive_seconds)
+    """Seconds between reads of the ids waited for, when the instance polls (``dsn`` through a
+    pooler in transaction mode and no ``listen_dsn``)."""
     _statements: _sql.RegistrySQL = attrs.field(init=False)
     _WORDING: ClassVar[Wording] = Wording(
         logger=logger,
@@ -112,6 +130,51 @@ class PostgresRegistry(RemoteRegistry):
 
     def __repr__(self) -> str:
         return f"PostgresRegistry({where(self.dsn)!r}, schema={self.schema!r})"
+
+    @property
+    def polls(self) -> bool:
+        """Whether the instance polls instead of listening (``dsn`` through a pooler in
+        transaction mode, no ``listen_dsn``)."""
+        return self.listen_dsn is None and pooler(self.dsn) == TRANSACTION
+
+    @property
+    def mode(self) -> str:
+        """How the instance reaches the server and hears of results, in words (for its log
+        line at start)."""
+        through = f"through a {pooler(self.dsn)} pooler" if pooler(self.dsn) else "direct"
+        if self.polls:
+            return f"{through}, polling every {self.poll_interval:g} s"
+        heard = self.dsn if self.listen_dsn is None else self.listen_dsn
+        return f"{through}, listening on {where(heard)}"
+
+    async def start(self, *, timeout: float = 10.0) -> None:
+        """Listen now (or, polling, start to poll) and wait until that is live.
+
+        Raises :class:`~asyncsdk.ConfigurationError` (after closing the registry) at once when the
+        server refuses the login or its TLS certificate is refused, and
+        :class:`~webhooks.RegistryUnavailableError` (after closing it) if the server does not
+        answer within ``timeout`` seconds.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        try:
+            async with asyncio.timeout(timeout):
+                with translate_errors(
+                    RegistryUnavailableError, RegistryUnavailableError, "registry start", self.dsn
+                ):
+                    await self._ready_pool()
+        except ConfigurationError:
+            await self.close()
+            raise
+        except TimeoutError:
+            await self.close()
+            raise RegistryUnavailableError(self._unreachable(timeout)) from None
+        except RegistryUnavailableError:
+            pass  # the listening task tries again for the rest of the timeout, and says why not
+        try:
+            await super().start(timeout=max(0.0, deadline - loop.time()))
+        except RegistryUnavailableError:  # said with the whole timeout, not what was left of it
+            raise RegistryUnavailableError(self._unreachable(timeout)) from None
 
     async def resolve(self, event: ProcessCompleted) -> None:
         """Store the event under its process id (first wins) and notify every instance.
@@ -163,11 +226,17 @@ class PostgresRegistry(RemoteRegistry):
                 if self._pool is None:
                     pool = await create_pool(self.dsn, max_size=_POOL_SIZE)
                     try:
-                        await ensure_schema(pool, self.schema)
+                        await ensure_schema(pool, self.schema, self.dsn)
                     except BaseException:
                         pool.terminate()
                         raise
                     self._pool = pool
+                    logger.info(
+                        "registry on PostgreSQL at %s, schema %s: %s",
+                        where(self.dsn),
+                        self.schema,
+                        self.mode,
+                    )
         return self._pool
 
     async def _maybe_purge(self, pool: asyncpg.Pool) -> None:
@@ -188,12 +257,29 @@ class PostgresRegistry(RemoteRegistry):
         sent while there was none.
         """
         await self._ready_pool()  # the schema exists before the first read
-        conn, lost = await listen(self.dsn, self._channel, self._notified)
+        if self.polls:
+            await self._poll(connected)
+            return
+        listen_on = self.dsn if self.listen_dsn is None else self.listen_dsn
+        with translate_errors(ConnectionError, ConnectionError, "registry listen", listen_on):
+            conn, lost = await listen(listen_on, self._channel, self._notified)
         try:
             connected()
             await self._keep_checking(conn, lost)
         finally:
             await close_connection(conn)
+
+    async def _poll(self, connected: Callable[[], None]) -> None:
+        """Instead of listening: every ``poll_interval``, ask for every id still waited for, and
+        raise (to be started again) when a round trip goes unanswered for ``ping_interval``."""
+        connected()
+        while True:
+            await asyncio.sleep(self.poll_interval)
+            for process_id in self._local.pending_ids():
+                self._want_read(process_id)
+            pool = await self._ready_pool()
+            async with asyncio.timeout(self.ping_interval):
+                await pool.fetchval("SELECT 1")
 
     async def _keep_checking(self, conn: asyncpg.Connection, lost: asyncio.Event) -> None:
         """Raise once the listening connection is lost: at once when the server ends it, else

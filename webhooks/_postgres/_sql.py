@@ -73,6 +73,10 @@ CREATE TABLE IF NOT EXISTS {s}.results (
 """
 
 
+SERVER_STARTED: Final = "SELECT pg_postmaster_start_time()"
+"""When the server a connection reached started: another one after a failover."""
+
+
 def channel(schema: str) -> str:
     """The LISTEN/NOTIFY channel on which the registry announces results."""
     return f"{schema}.results"
@@ -161,7 +165,17 @@ class InboxSQL:
             " extract(epoch FROM clock_timestamp()"
             f" - (SELECT min(received_at) FROM {t} WHERE state = '{PENDING}'))::float8,"
             f" (SELECT count(*) FROM {t} WHERE state = '{DEAD}'),"
-            f" coalesce((SELECT n FROM {counts} WHERE name = 'replayed'), 0)"
+            f" coalesce((SELECT n FROM {counts} WHERE name = 'replayed'), 0),"
+            f" coalesce((SELECT n FROM {counts} WHERE name = 'lost'), 0),"
+            f" (SELECT n FROM {counts} WHERE name = 'lost_at')"
+        )
+        # Losses found after a failover (webhooks._postgres._losses): which of the ids a node
+        # answered are still here, and the count and time (Unix seconds) of what was not.
+        self.present = f"SELECT id FROM {t} WHERE id = ANY($1::bigint[])"
+        self.count_lost = (
+            f"INSERT INTO {counts} AS c (name, n) VALUES ('lost', $1), ('lost_at', $2)"
+            " ON CONFLICT (name) DO UPDATE SET"
+            " n = CASE WHEN c.name = 'lost' THEN c.n + EXCLUDED.n ELSE EXCLUDED.n END"
         )
         self.purge_dead = (
             f"UPDATE {t} SET state = '{DONE}', finished_at = clock_timestamp(),"
@@ -169,6 +183,7 @@ class InboxSQL:
             f" WHERE id = $1 AND state = '{DEAD}' RETURNING id"
         )
         self.check = f"SELECT 1 FROM {t} LIMIT 1"
+        self.exists = "SELECT to_regclass(format('%I.inbox', $1::text)) IS NOT NULL"
         self.purge = (
             f"DELETE FROM {t} WHERE state = '{DONE}'"
             " AND finished_at < clock_timestamp() - make_interval(secs => $1)"

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from webhooks._contract import DEFAULT_CLAIM_TIMEOUT, DEFAULT_DEDUP_RETENTION
-from webhooks._redis._connect import DEFAULT_PREFIX, DEFAULT_REDIS_URL, connect
+from webhooks._redis._connect import DEFAULT_PREFIX, DEFAULT_REDIS_URL, close, connect
 from webhooks._redis._durability import RELAXED
 from webhooks._redis._inbox import RedisInbox
 from webhooks._redis._registry import RedisRegistry
@@ -64,4 +64,4 @@ class RedisBackend:
         """Close the registry (its waiters get RegistryClosedError), the inbox, the pool."""
         await self.registry.close()
         await self.inbox.close()
-        await self._client.aclose()
+        await close(self._client)

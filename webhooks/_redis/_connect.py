@@ -7,8 +7,10 @@ backend is built, never when :mod:`webhooks` is imported.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import math
+import urllib.parse
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final
 
@@ -18,11 +20,14 @@ from webhooks._redis._durability import Persistence
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
+    from redis.asyncio.sentinel import SentinelConnectionPool
 
 __all__ = [
     "DEFAULT_PREFIX",
     "DEFAULT_REDIS_URL",
+    "SENTINEL_SCHEME",
     "check_prefix",
+    "close",
     "connect",
     "read_persistence",
     "require_redis",
@@ -33,6 +38,7 @@ __all__ = [
 
 DEFAULT_REDIS_URL: Final = "redis://127.0.0.1:6379/0"
 DEFAULT_PREFIX: Final = "asyncsdk:"
+SENTINEL_SCHEME: Final = "redis+sentinel"
 
 _SOCKET_TIMEOUT: Final = 10.0
 _MAX_CONNECTIONS: Final = 32
@@ -53,15 +59,19 @@ def connect(url: str) -> Redis:
     """A client for ``url`` that this package owns (and closes).
 
     A bounded, blocking pool: thousands of concurrent callers queue for at most
-    ``_MAX_CONNECTIONS`` sockets instead of opening one each.
+    ``_MAX_CONNECTIONS`` sockets instead of opening one each.  A ``redis+sentinel://`` URL
+    gives a client of the primary that Redis Sentinel names (:func:`_through_sentinel`).
     """
     require_redis()
     import redis.asyncio
 
-    if not isinstance(url, str) or url_scheme(url) not in {"redis", "rediss", "unix"}:
+    scheme = url_scheme(url) if isinstance(url, str) else ""
+    if scheme == SENTINEL_SCHEME:
+        return _through_sentinel(url)
+    if scheme not in {"redis", "rediss", "unix"}:
         raise ConfigurationError(
-            f"url must be a redis://, rediss:// or unix:// URL such as {DEFAULT_REDIS_URL!r},"
-            f" not {shown_url(url)}"
+            f"url must be a redis://, rediss://, unix:// or {SENTINEL_SCHEME}:// URL such as"
+            f" {DEFAULT_REDIS_URL!r}, not {shown_url(url)}"
         )
     pool = redis.asyncio.BlockingConnectionPool.from_url(
         url,
@@ -70,6 +80,77 @@ def connect(url: str) -> Redis:
         socket_connect_timeout=_SOCKET_TIMEOUT,
     )
     return redis.asyncio.Redis.from_pool(pool)
+
+
+def _through_sentinel(url: str) -> Redis:
+    """A client of the primary that the Sentinels of
+    ``redis+sentinel://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...]/SERVICE[/DB]`` name.
+
+    The user and password are the primary's; the Sentinels are asked without.  After a
+    failover the client's next connection goes to the primary the Sentinels name then (redis-py's
+    ``Sentinel.master_for``); the calls that were on the old one fail as a lost connection.
+    """
+    from redis.asyncio.sentinel import Sentinel
+
+    parts = urllib.parse.urlsplit(url)
+    credentials, _, hosts = parts.netloc.rpartition("@")
+    user, _, password = credentials.partition(":")
+    path = [segment for segment in parts.path.split("/") if segment]
+    example = f"{SENTINEL_SCHEME}://127.0.0.1:26379,127.0.0.2:26379/mymaster/0"
+    if not hosts or not path or len(path) > 2 or parts.query:
+        raise ConfigurationError(
+            f"a Sentinel URL names its Sentinels, then the primary's service name and database,"
+            f" such as {example!r} (no query), not {shown_url(url)}"
+        )
+    sentinels = []
+    for host in hosts.split(","):
+        name, _, port = host.rpartition(":")
+        if not name or not port.isdigit():
+            raise ConfigurationError(
+                f"each Sentinel of {shown_url(url)} is HOST:PORT, as in {example!r}"
+            )
+        sentinels.append((name.strip("[]"), int(port)))
+    db = path[1] if len(path) == 2 else "0"
+    if not db.isdigit():
+        raise ConfigurationError(f"the database of {shown_url(url)} is a number, as in {example!r}")
+    timeouts = {"socket_timeout": _SOCKET_TIMEOUT, "socket_connect_timeout": _SOCKET_TIMEOUT}
+    sentinel = Sentinel(  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
+        sentinels,
+        sentinel_kwargs=timeouts,
+        username=urllib.parse.unquote(user) or None,
+        password=urllib.parse.unquote(password) or None,
+        db=int(db),
+        **timeouts,
+    )
+    primary: Redis = sentinel.master_for(
+        path[0], connection_pool_class=_blocking_sentinel_pool(), max_connections=_MAX_CONNECTIONS
+    )
+    return primary
+
+
+@functools.cache
+def _blocking_sentinel_pool() -> type[SentinelConnectionPool]:
+    """redis-py's pool of a Sentinel's primary, bounded as :func:`connect`'s pool is: its two
+    public pool classes composed (they override no method in common)."""
+    from redis.asyncio import BlockingConnectionPool
+    from redis.asyncio.sentinel import SentinelConnectionPool
+
+    class BlockingSentinelPool(SentinelConnectionPool, BlockingConnectionPool):
+        """Connections to the primary the Sentinels name; callers past the bound wait."""
+
+    return BlockingSentinelPool
+
+
+async def close(client: Redis) -> None:
+    """Close a client :func:`connect` made: its pool, and for a Sentinel URL the connections to
+    the Sentinels that name its primary."""
+    from redis.asyncio.sentinel import SentinelConnectionPool
+
+    await client.aclose()
+    pool = client.connection_pool
+    if isinstance(pool, SentinelConnectionPool):
+        for sentinel in pool.sentinel_manager.sentinels:
+            await sentinel.aclose()
 
 
 def check_prefix(prefix: object) -> str:
@@ -87,7 +168,12 @@ def check_prefix(prefix: object) -> str:
 
 def where(client: Redis) -> str:
     """host:port/db of a client, for error messages (never the password)."""
-    kwargs = client.connection_pool.connection_kwargs
+    from redis.asyncio.sentinel import SentinelConnectionPool
+
+    pool = client.connection_pool
+    kwargs = pool.connection_kwargs
+    if isinstance(pool, SentinelConnectionPool):
+        return f"{SENTINEL_SCHEME}:{pool.service_name}/{kwargs.get('db', 0)}"
     if "path" in kwargs:
         return f"unix:{kwargs['path']}"
     return f"{host_port(kwargs.get('host', '?'), kwargs.get('port', '?'))}/{kwargs.get('db', 0)}"
@@ -102,6 +188,16 @@ def translate_errors(
 
     try:
         yield
+    except redis.exceptions.AuthenticationError as exc:  # a ConnectionError, but no outage
+        raise ConfigurationError(
+            f"{what}: Redis at {where(client)} refused the user name or password of its URL"
+            f" ({exc}): fix them in the URL (redis://USER:PASSWORD@host:port/db)"
+        ) from exc
+    except redis.exceptions.NoPermissionError as exc:
+        raise other(
+            f"{what}: Redis at {where(client)} refused a command to the URL's user ({exc}): give"
+            " it the commands, keys and channels that 'Running on Redis in production' lists"
+        ) from exc
     except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
         raise unavailable(f"{what}: Redis at {where(client)} cannot be reached ({exc})") from exc
     except redis.exceptions.RedisError as exc:

@@ -27,6 +27,7 @@ __all__ = [
     "crash_loss",
     "last_loss",
     "loss_line",
+    "refuse_cluster",
     "start_line",
     "strict_step",
 ]
@@ -56,6 +57,8 @@ class Persistence:
     """Replicas connected to it (``INFO replication``)."""
     refused: str | None = None
     """Why ``CONFIG GET`` (or ``INFO``) could not be read: a managed Redis may refuse it."""
+    mode: str = "standalone"
+    """``redis_mode`` of ``INFO server``: ``standalone``, ``cluster`` or ``sentinel``."""
 
     @classmethod
     def read(
@@ -77,6 +80,7 @@ class Persistence:
             save=_text(config.get("save")),
             replicas=int(info.get("connected_slaves", 0) or 0),
             refused=refused,
+            mode=str(info.get("redis_mode", "standalone")),
         )
 
     @property
@@ -204,6 +208,8 @@ def strict_step(persistence: Persistence, replicas: int, timeout: float, where: 
         return StrictStep(
             ("WAITAOF", 1, 0, ms), 0, timeout, "each 2xx waits until the write is fsynced (WAITAOF)"
         )
+    if p.refused is not None:
+        raise ConfigurationError(_refused_without_config(p, where, waitaof))
     fixes = []
     if p.appendonly != "yes":
         fixes.append("CONFIG SET appendonly yes")
@@ -216,6 +222,43 @@ def strict_step(persistence: Persistence, replicas: int, timeout: float, where: 
         f" answer, and it runs Redis {p.version or 'of an unknown version'} with"
         f" {p.describe()}: run {fix} on it (and set the same in its redis.conf), or"
         f" pass replicas=N to wait for N replicas with WAIT{upgrade}"
+    )
+
+
+def refuse_cluster(persistence: Persistence, where: str) -> None:
+    """:class:`ConfigurationError` for a server in cluster or Sentinel mode, naming what to use.
+
+    The inbox's scripts touch several keys of one prefix, which a cluster spreads over its
+    shards; a webhook inbox never needs a cluster's sharding (the service allows ten generations
+    per ten minutes), so a cluster is refused rather than half supported."""
+    if persistence.mode == "cluster":
+        raise ConfigurationError(
+            f"Redis at {where} runs in cluster mode, which the Redis backends do not support:"
+            " their scripts touch several keys of one prefix, which a cluster spreads over its"
+            " shards.  Use a standalone Redis (with replicas for failover; managed services call"
+            " it 'cluster mode disabled' or a standard/basic tier)"
+        )
+    if persistence.mode == "sentinel":
+        raise ConfigurationError(
+            f"{where} is a Redis Sentinel, not a Redis server: give the URL of the primary it"
+            " watches"
+        )
+
+
+def _refused_without_config(p: Persistence, where: str, waitaof: bool) -> str:
+    """Strict mode refused on a server that will not say how it fsyncs (a managed Redis that
+    refuses ``CONFIG``): only the fixes such a server allows."""
+    if waitaof:  # 7.2+: the append-only file is off (INFO says so) or unknown
+        disk = "turn on the append-only file in the server's settings (your provider's"
+        disk += " persistence option), so that WAITAOF waits for the fsync"
+    else:
+        disk = "use Redis 7.2+ with the append-only file on, where WAITAOF waits for the fsync"
+    return (
+        f"durability='strict' needs Redis at {where} to confirm each put is on disk or on"
+        f" replicas before the answer, and it runs Redis {p.version or 'of an unknown version'}"
+        f" with {p.describe()}: a server that refuses CONFIG cannot be checked to fsync each"
+        f" write, so pass replicas=N to wait for N replicas with WAIT (a managed service's"
+        f" replicas), or {disk}; durability='relaxed' answers once Redis has the write"
     )
 
 
@@ -241,8 +284,10 @@ def loss_line(lost: int, known: int, where: str, prefix: str) -> str:
         f" {known - lost}): it restarted from a file that missed their writes, or failed over to"
         " a replica that had not received them.  Those not handled yet will not be (their"
         " senders were answered 2xx and will not send them again); those handled already lost"
-        " their dedup keys, so a retry of one is handled again.  Counted in 'asyncsdk inbox"
-        " stats'; durability='strict' answers only once a write is on disk or on replicas"
+        " their dedup keys, so a retry of one is handled again.  Each lost entry is counted"
+        " once, by the first receiver whose mark finds it (with several receivers the count may"
+        " be split among their lines); 'asyncsdk inbox stats' gives the total."
+        "  durability='strict' answers only once a write is on disk or on replicas"
     )
 
 

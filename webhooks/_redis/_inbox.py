@@ -39,6 +39,7 @@ from webhooks._redis._connect import (
     DEFAULT_PREFIX,
     DEFAULT_REDIS_URL,
     check_prefix,
+    close,
     connect,
     read_persistence,
     require_redis,
@@ -55,6 +56,7 @@ from webhooks._redis._durability import (
     crash_loss,
     last_loss,
     loss_line,
+    refuse_cluster,
     start_line,
     strict_step,
 )
@@ -503,7 +505,7 @@ class RedisInbox:
             await asyncio.wait(self._tasks)
         await self._pipeline.sent()  # the queued puts and acks go out first
         if self.client is None:
-            await self._redis.aclose()
+            await close(self._redis)
 
     # -- internals ------------------------------------------------------------------------------
 
@@ -542,7 +544,9 @@ class RedisInbox:
         with translate_errors(
             InboxUnavailableError, InboxError, "inbox persistence check", self._redis
         ):
-            return await read_persistence(self._redis)
+            persistence = await read_persistence(self._redis)
+        refuse_cluster(persistence, where(self._redis))
+        return persistence
 
     async def _strict_step(self) -> StrictStep:
         """Strict mode's step on this server, read once (one read for concurrent callers)."""
@@ -583,10 +587,16 @@ class RedisInbox:
         mark.add_done_callback(functools.partial(self._noted, known))
 
     def _noted(self, known: int, reply: asyncio.Future[Any]) -> None:
-        """A HIGH_WATER script's reply ``{seq, lost}`` noted (an error is the claim's too)."""
+        """A HIGH_WATER script's reply ``{seq, lost}`` noted (an error is the claim's too).
+
+        In relaxed mode every entry counted in the sequence was answered 2xx once Redis had it,
+        so the mark rises to it.  In strict mode the sequence also counts puts whose write was
+        never confirmed (answered 503, as when the server stopped fsyncing each write): only
+        this node's own confirmed puts raise its mark, so that a restart losing unconfirmed
+        writes is not reported as a loss of acknowledged deliveries."""
         if not reply.cancelled() and reply.exception() is None:
             seq, lost = reply.result()
-            self._note(known, int(seq), int(lost))
+            self._note(known, int(seq) if self.durability == RELAXED else known, int(lost))
 
     async def _maybe_prune(self) -> None:
         now = asyncio.get_running_loop().time()

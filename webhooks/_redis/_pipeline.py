@@ -38,6 +38,7 @@ class ScriptPipeline:
         self.scripts = scripts
         self._queue: list[_Queued] = []
         self._sender: asyncio.Task[None] | None = None
+        self._loaded = False
         self.after_puts: StrictStep | None = None
         """Sent after the puts of each pipeline: their answers wait for it to confirm them."""
 
@@ -76,6 +77,8 @@ class ScriptPipeline:
         todo = batch
         for _ in range(2):  # the second pass after loading the script into a restarted server
             try:
+                if not self._loaded:
+                    await self._load_scripts()
                 step = self.after_puts
                 if step is not None and not any(call[0] in PUTS for call in todo):
                     step = None  # nothing to confirm
@@ -104,8 +107,7 @@ class ScriptPipeline:
                 if not missing:
                     return
                 todo = missing
-                for name in {call[0] for call in missing}:
-                    await self.redis.script_load(self.scripts[name].script)
+                self._loaded = False  # the server lost its scripts (a restart): load them again
             except Exception as exc:  # handed to every caller in the batch
                 for *_, answer in todo:
                     if not answer.done():
@@ -114,3 +116,15 @@ class ScriptPipeline:
         for *_, answer in todo:
             if not answer.done():
                 answer.set_exception(InboxError("inbox: Redis keeps forgetting the inbox scripts"))
+
+    async def _load_scripts(self) -> None:
+        """Load every script in one round trip: before the first pipeline, and again once a
+        server answered ``NOSCRIPT`` (it lost them).  A pipeline whose first call the server
+        does not know runs the calls after it first: the second of two puts of one event would
+        be stored, the first answered as its duplicate.  Loaded first, that happens only after
+        a server lost its scripts."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for script in self.scripts.values():
+                pipe.script_load(script.script)
+            await pipe.execute()
+        self._loaded = True

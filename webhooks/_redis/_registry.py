@@ -31,6 +31,7 @@ from webhooks._redis._connect import (
     DEFAULT_PREFIX,
     DEFAULT_REDIS_URL,
     check_prefix,
+    close,
     connect,
     require_redis,
     translate_errors,
@@ -136,7 +137,7 @@ class RedisRegistry(RemoteRegistry):
     async def _release(self) -> None:
         if self.client is None:
             try:
-                await asyncio.wait_for(self._redis.aclose(), timeout=_CLOSE_TIMEOUT)
+                await asyncio.wait_for(close(self._redis), timeout=_CLOSE_TIMEOUT)
             except TimeoutError:
                 logger.warning("Redis connections did not close within %s s", _CLOSE_TIMEOUT)
 
@@ -149,7 +150,10 @@ class RedisRegistry(RemoteRegistry):
         loop = asyncio.get_running_loop()
         pubsub: PubSub = self._redis.pubsub()
         try:
-            await pubsub.subscribe(self._channel)
+            with translate_errors(  # a wrong password: a ConfigurationError that start() raises
+                RegistryUnavailableError, RegistryUnavailableError, "registry listen", self._redis
+            ):
+                await pubsub.subscribe(self._channel)
             heard = loop.time()
             while True:
                 message: Any = await pubsub.get_message(timeout=self.ping_interval)

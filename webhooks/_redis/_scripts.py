@@ -217,7 +217,8 @@ if not r then
 end
 local e = r[1][2][1]
 local handed = redis.call('HINCRBY', attempts, e[1], 1)
-touch(ARGV[1])
+-- The put touched the five keys; of them only attempts can have been created since.
+redis.call('EXPIRE', attempts, ARGV[1])
 return {id, n, lost, e[1], e[2], handed, redis.call('HGET', errors, e[1])}
 """
 )
