@@ -5,8 +5,9 @@ every image resolves, every Mermaid diagram is drawn, and no code line is cut at
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -244,11 +245,18 @@ async def test_the_start_pages_diagram_is_legible_at_1280_px(site: Path, tmp_pat
     assert small == [], f"diagram text drawn under {SMALLEST_TEXT_PX} px: {small}"
 
 
-async def search(watched: Watched, query: str) -> list[str]:
+RESULT_LINKS = (
+    "() => Array.from(document.querySelectorAll('.md-search-result__item a'), a => a.href)"
+)
+
+
+async def search(watched: Watched, query: str, answered: Callable[[list[str]], bool]) -> list[str]:
     """The links of the site's search results for ``query``, best first, typed as a reader does.
 
     The search index loads in a worker after the page: the query is typed again until results
-    show (for at most 10 s)."""
+    show (for at most 10 s).  Results for the part typed so far ("webh") may show before those
+    for the whole query: they are read again until ``answered`` holds of them, for at most 5 s,
+    and the last read is returned either way."""
     from playwright.async_api import TimeoutError as NoResultYet  # installed: a browser runs
 
     field = "input.md-search__input"
@@ -261,11 +269,20 @@ async def search(watched: Watched, query: str) -> list[str]:
             )
         except NoResultYet:  # the index is not loaded yet
             continue
-        links: list[str] = await watched.page.evaluate(
-            "() => Array.from(document.querySelectorAll('.md-search-result__item a'), a => a.href)"
-        )
+        links: list[str] = await watched.page.evaluate(RESULT_LINKS)
+        for _ in range(50):
+            if answered(links):
+                break
+            await asyncio.sleep(0.1)
+            links = await watched.page.evaluate(RESULT_LINKS)
         return links
     return []
+
+
+def first_entries(links: list[str], among: int) -> list[str]:
+    """The first ``among`` entries under the result pages, as path#fragment."""
+    entries = [URL(link) for link in links if URL(link).fragment]
+    return [entry.path + "#" + entry.fragment for entry in entries[:among]]
 
 
 @pytest.mark.parametrize(
@@ -288,11 +305,11 @@ async def test_searching_a_name_answers_its_reference_entry_first(
     async with serve(site) as base, chromium(tmp_path / "profile") as browser:
         watched = await browser.open()
         await watched.visit(base)
-        links = await search(watched, query)
+        links = await search(
+            watched, query, lambda links: "/" + expected in first_entries(links, among)
+        )
     assert links, f"no search result for {query!r}"
     pages = [URL(link).path for link in links]
     assert pages[0] == "/" + expected.split("#")[0], links[:5]
     # the first entries under the page hold the name's own, not only names that share a word
-    entries = [URL(link) for link in links if URL(link).fragment]
-    first = [entry.path + "#" + entry.fragment for entry in entries[:among]]
-    assert "/" + expected in first, links[:5]
+    assert "/" + expected in first_entries(links, among), links[:5]
