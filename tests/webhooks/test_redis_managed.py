@@ -9,6 +9,7 @@ and the user's password is looked for in every log line, error, metric and outpu
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import re
@@ -39,6 +40,7 @@ from webhooks import (
     RedisInbox,
     RedisRegistry,
     RedisWrites,
+    RegistryClosedError,
     TokenVerifier,
     WebhookReceiver,
 )
@@ -111,6 +113,36 @@ class TestRegistryOnManagedRedis(RegistryContract):
     async def make_registry(self, url: str, prefix: str) -> AsyncIterator[MakeRegistry]:
         async with registries(functools.partial(RedisRegistry, url, prefix=prefix)) as make:
             yield make
+
+
+def open_sockets_to(port: int) -> set[int]:
+    """The local ports of this machine's TCP sockets to 127.0.0.1:``port`` that are still open
+    on the connecting side (established, or closed by the server and not yet by the client)."""
+    still_open = {"01", "08"}  # ESTABLISHED, CLOSE_WAIT
+    lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    ports = set()
+    for line in lines:
+        local, remote, state = line.split()[1:4]
+        if int(remote.split(":")[1], 16) == port and state in still_open:
+            ports.add(int(local.split(":")[1], 16))
+    return ports
+
+
+async def test_a_closed_registry_has_closed_its_subscription(
+    managed: own_servers.OwnRedis, url: str, prefix: str
+) -> None:
+    """Closing a TLS connection takes a round trip with the server; ``close()`` returns after
+    it, so an application that ends its event loop then leaves no socket open."""
+    before = open_sockets_to(managed.port)
+    registry = RedisRegistry(url, prefix=prefix)
+    await registry.start(timeout=5)
+    waiter = asyncio.create_task(registry.wait("p-1"))  # pending, as at an app's shutdown
+    await asyncio.sleep(0.01)
+    assert open_sockets_to(managed.port) - before
+    await registry.close()
+    with pytest.raises(RegistryClosedError):
+        await waiter
+    assert open_sockets_to(managed.port) - before == set()
 
 
 async def test_a_receiver_journal_and_stats_run_as_the_acl_user_and_never_show_its_password(

@@ -189,16 +189,19 @@ def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
 async def _close_pubsub(pubsub: PubSub) -> None:
     """Close a subscription within a bounded time, so shutting down can never hang on it.
 
-    ``PubSub.aclose()`` waits for the subscription's lock; should a reader still hold it, the
-    connection is dropped without waiting instead.
+    Its connection is closed first, waiting until it is: ``PubSub.aclose()`` alone drops it
+    without waiting, and over TLS closing takes a round trip with the server that would still be
+    under way when ``close()`` returned (a socket left open if the event loop ends then).  Should
+    that or ``aclose()`` (which waits for the subscription's lock) take too long, the connection
+    is dropped without waiting instead.
     """
+    connection = pubsub.connection
     try:
-        await asyncio.wait_for(
-            pubsub.aclose(),  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
-            timeout=_PUBSUB_CLOSE_TIMEOUT,
-        )
+        async with asyncio.timeout(_PUBSUB_CLOSE_TIMEOUT):
+            if connection is not None:
+                await connection.disconnect()  # nobody else reads it: this task was its reader
+            await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
     except Exception:  # a timeout or a broken connection: drop it without waiting
-        connection = pubsub.connection
         if connection is not None:
             with contextlib.suppress(Exception):
                 await connection.disconnect(nowait=True)
