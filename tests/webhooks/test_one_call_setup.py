@@ -133,3 +133,21 @@ async def test_an_event_receiver_on_a_backend_runs_atomic_handlers(
         assert response.status == 200
         await idle(receiver)  # type: ignore[arg-type]
     assert await raw_redis.hgetall(f"{redis_prefix}ledger") == {b"webhook:msg_2": b"12"}
+
+
+async def test_a_redis_backend_opens_one_pool_for_its_inbox_and_registry(
+    redis_url: str, redis_prefix: str, raw_redis: redis.asyncio.Redis
+) -> None:
+    name = f"backend-{redis_prefix.split(':')[1]}"  # to find its connections in CLIENT LIST
+
+    async def connections() -> int:
+        return len([c for c in await raw_redis.client_list() if c["name"] == name])
+
+    backend = RedisBackend(f"{redis_url}?client_name={name}", prefix=redis_prefix)
+    assert backend.inbox.client is not None
+    assert backend.inbox.client is backend.registry.client
+    await backend.registry.start()
+    await backend.inbox.check()
+    assert await connections() == 2  # the registry's subscription, one for the rest
+    await backend.close()
+    assert await connections() == 0

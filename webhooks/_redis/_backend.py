@@ -45,6 +45,8 @@ class RedisBackend:
         return f"RedisBackend(inbox={self.inbox!r}, registry={self.registry!r})"
 
     def __attrs_post_init__(self) -> None:
+        self._client = connect(self.url)  # checks the URL; opens no connection yet
+        # One pool for both: the server sees one set of connections per node, not two.
         self.inbox = RedisInbox(
             self.url,
             prefix=self.prefix,
@@ -53,15 +55,15 @@ class RedisBackend:
             durability=self.durability,
             replicas=self.replicas,
             replica_timeout=self.replica_timeout,
+            client=self._client,
         )
-        self._client = connect(self.url)
-        # The inbox checked url and prefix; the registry shares one pool with nothing to close.
         self.registry = RedisRegistry(
             self.url, prefix=self.prefix, keep_for=self.keep_for, client=self._client
         )
 
     async def close(self) -> None:
-        """Close the registry (its waiters get RegistryClosedError), the inbox, the pool."""
+        """Close the registry (its waiters get RegistryClosedError), the inbox (its queued puts
+        and acks sent first), then the pool they share."""
         await self.registry.close()
         await self.inbox.close()
         await close(self._client)
