@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -60,6 +61,55 @@ async def test_a_claimed_put_hands_out_the_oldest_entry_nobody_took(
         assert (entry.event, entry.raw, entry.attempts) == (event("p-1"), b"first", 1)
         (later,) = await inbox.claim_batch("c2", 10)
         assert (later.event, later.raw, later.attempts) == (event("p-2"), b"second", 1)
+    finally:
+        await inbox.close()
+
+
+async def test_the_oldest_age_is_the_oldest_unfinished_entry_in_any_state(
+    redis_url: str, redis_prefix: str
+) -> None:
+    inbox = RedisInbox(redis_url, prefix=redis_prefix)
+
+    async def oldest_age() -> float:
+        age = (await inbox.stats()).oldest_age
+        assert age is not None
+        return age
+
+    try:
+        await inbox.put(event("p-1"), b"first")
+        await asyncio.sleep(0.3)
+        await inbox.put(event("p-2"), b"second")
+        await asyncio.sleep(0.3)
+        assert await oldest_age() >= 0.6  # p-1, new
+        (first,) = await inbox.claim_batch("c1", 1)
+        assert await oldest_age() >= 0.6  # p-1, claimed
+        await inbox.retry_later(first.id, "not yet", delay=60)
+        assert await oldest_age() >= 0.6  # p-1, delayed
+        (second,) = await inbox.claim_batch("c1", 1)
+        assert second.event == event("p-2")
+        await inbox.dead_letter(second.id, "gave up")
+        assert await oldest_age() >= 0.6  # p-1 still
+        stats = await inbox.stats()
+        assert (stats.depth, stats.dead) == (1, 1)
+    finally:
+        await inbox.close()
+
+
+async def test_dead_letters_however_many_do_not_hide_the_oldest_entry(
+    redis_url: str, redis_prefix: str
+) -> None:
+    """The age is read from the states that hold unfinished entries: no walk over the dead
+    letters before them, which an idle node would repeat at every read of its figures."""
+    inbox = RedisInbox(redis_url, prefix=redis_prefix)
+    try:
+        await asyncio.gather(*(inbox.put(event(f"p-{n}"), b"x") for n in range(1_100)))
+        claimed = await inbox.claim_batch("c1", 1_100)
+        await asyncio.gather(*(inbox.dead_letter(entry.id, "gave up") for entry in claimed))
+        await inbox.put(event("p-live"), b"y")
+        stats = await inbox.stats()
+        assert (stats.depth, stats.dead) == (1, 1_100)
+        assert stats.oldest_age is not None
+        assert 0.0 <= stats.oldest_age < 5.0
     finally:
         await inbox.close()
 

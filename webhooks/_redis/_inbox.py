@@ -465,7 +465,7 @@ class RedisInbox:
         """Depth, oldest age, dead letters; what a host crash can lose, as the server's
         persistence says now; acknowledged entries found lost; replays so far."""
         keys = [*self._keys.keys, self._keys.replayed]
-        depth, dead, age_ms, lost, last, replayed = await self._run("STATS", keys, [])
+        depth, dead, age_ms, lost, last, replayed = await self._run("STATS", keys, [_scripts.GROUP])
         age = None if int(age_ms) < 0 else int(age_ms) / 1000
         persistence = await self._persistence()
         return InboxStats(

@@ -428,28 +428,40 @@ return n
 
 # -- the operators' calls (asyncsdk inbox stats|purge) --
 
-# KEYS[8]: the count of replays.  ARGV: none.  Returns {depth, dead, age of the oldest unfinished
+# KEYS[8]: the count of replays.  ARGV: group.  Returns {depth, dead, age of the oldest unfinished
 # entry in ms or -1, entries found lost, the last loss ("<ms> <from> <to>") or false, replays}.
-# The stream holds unfinished entries and dead letters only, oldest first: the first id not in
-# ``dead`` is the oldest unfinished one (looked for among the first 1,000 entries).
+# The oldest unfinished entry is the oldest of the three states that hold them, each read without
+# walking the stream (dead letters, however many, are never read): the first *new* entry (after
+# the group's last delivered id), the first *claimed* one (XPENDING's summary), the oldest
+# *delayed* one (a retry, a replay: the few entries waiting out a pause).
 STATS: Final = (
     _COMMON
     + """
 local dead_count = redis.call('ZCARD', dead)
 local depth = redis.call('XLEN', stream) - dead_count
-local oldest, start = false, '-'
-for _ = 1, 10 do
-  if depth == 0 then break end
-  local r = redis.call('XRANGE', stream, start, '+', 'COUNT', 100)
-  if #r == 0 then break end
-  for _, e in ipairs(r) do
-    if not redis.call('ZSCORE', dead, e[1]) then oldest = e[1] break end
+local oldest = false
+local function older(id)
+  if not id then return end
+  local ms = tonumber(string.match(id, '^(%d+)'))
+  if not oldest or ms < oldest then oldest = ms end
+end
+if depth > 0 then
+  local after = '-'
+  local groups = redis.pcall('XINFO', 'GROUPS', stream)
+  if type(groups) == 'table' and not groups.err then
+    for _, g in ipairs(groups) do
+      if field(g, 'name') == ARGV[1] then after = '(' .. field(g, 'last-delivered-id') end
+    end
   end
-  if oldest then break end
-  start = '(' .. r[#r][1]
+  local new = redis.call('XRANGE', stream, after, '+', 'COUNT', 1)
+  if #new > 0 then older(new[1][1]) end
+  if after ~= '-' then
+    older(redis.call('XPENDING', stream, ARGV[1])[2])
+  end
+  for _, id in ipairs(redis.call('ZRANGE', delayed, 0, -1)) do older(id) end
 end
 local age = -1
-if oldest then age = now_ms() - tonumber(string.match(oldest, '^(%d+)')) end
+if oldest then age = math.max(0, now_ms() - oldest) end
 return {depth, dead_count, age, tonumber(redis.call('HGET', losses, 'count') or '0'),
         redis.call('HGET', losses, 'last'), tonumber(redis.call('GET', KEYS[8]) or '0')}
 """
