@@ -37,7 +37,8 @@ never asks which of the two it holds.
     that hung up, the receiver's ``put_timeout``) never interrupts or undoes it.  The receiver
     stores every delivery through it.  An inbox whose put never suspends returns a future that
     is done already; one that queues its writes (SQLite's writer thread, Redis' pipeline) returns
-    the future of the queued write.
+    the future of the queued write.  Submitted puts are applied in the order they were submitted:
+    of two submissions of one event, the first stores it and the second is its duplicate.
 
 ``claim_batch(consumer, limit)``
     Hands out at most ``limit`` entries that are due: not acked, not dead-lettered, whose

@@ -1,10 +1,11 @@
 """The :class:`webhooks.Inbox` contract as tests, run against every backend.
 
 A backend's test module subclasses :class:`InboxContract` (the name does not start with ``Test``, so
-it is not collected on its own) and provides an ``inbox`` fixture yielding a fresh, empty inbox
-whose ``claim_timeout`` is ``CLAIM_TIMEOUT``::
+it is not collected on its own), or :class:`ClaimingInboxContract` for an inbox that is also a
+:class:`webhooks.ClaimingInbox` (as every inbox of the package is), and provides an ``inbox``
+fixture yielding a fresh, empty inbox whose ``claim_timeout`` is ``CLAIM_TIMEOUT``::
 
-    class TestMemoryInbox(InboxContract):
+    class TestMemoryInbox(ClaimingInboxContract):
         @pytest.fixture
         async def inbox(self) -> AsyncIterator[Inbox]:
             yield MemoryInbox(claim_timeout=CLAIM_TIMEOUT)
@@ -142,9 +143,8 @@ class InboxContract:
         for n in range(4):
             await inbox.put(event(f"p-{n}"), b"x")
         batch = await inbox.claim_batch("c1", 10)
-        ack_many = inbox.ack_many  # type: ignore[attr-defined]  # optional in the contract
-        await ack_many([batch[0].id, "424242", batch[2].id, batch[0].id])
-        await ack_many([])
+        await inbox.ack_many([batch[0].id, "424242", batch[2].id, batch[0].id])
+        await inbox.ack_many([])
         assert await inbox.pending_count() == 2
         await inbox.retry_later(batch[1].id, "again", 0)
         await inbox.retry_later(batch[0].id, "acked: ignored", 0)
