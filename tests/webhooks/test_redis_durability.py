@@ -121,6 +121,27 @@ async def test_the_start_line_without_an_append_only_file_names_what_a_restart_l
     )
 
 
+async def test_stats_read_the_servers_persistence_at_most_every_30_s(own_redis: OwnRedis) -> None:
+    """A node reads its figures every 2 s: ``INFO`` and ``CONFIG GET`` go with the first read
+    only; what the durability says is that read's."""
+    admin = redis.asyncio.Redis.from_url(own_redis.url)
+    inbox = RedisInbox(own_redis.url, prefix=PREFIX)
+    try:
+        first = await inbox.stats()
+        calls = await admin.info("commandstats")
+        await admin.config_set("appendfsync", "always")
+        for _ in range(5):
+            assert (await inbox.stats()).durability == first.durability
+        again = await admin.info("commandstats")
+        for command in ("cmdstat_info", "cmdstat_config|get"):
+            # the admin's own INFO commandstats is the one more INFO
+            assert again[command]["calls"] - calls[command]["calls"] <= 1, command
+        assert "appendfsync everysec" in first.durability
+    finally:
+        await inbox.close()
+        await admin.aclose()
+
+
 async def test_a_server_refusing_config_is_read_from_info_and_says_why(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

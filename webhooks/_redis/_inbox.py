@@ -82,6 +82,9 @@ _MARK_EVERY: Final = 1.0
 """Seconds between the checks of the sequence sent with claims (puts check it each time)."""
 _MAX_REPLICA_TIMEOUT: Final = 5.0
 """Longest ``replica_timeout``: well within the socket timeout of the inbox's connections."""
+_PERSISTENCE_FRESH: Final = 30.0
+"""Seconds :meth:`RedisInbox.stats` reuses its last read of the server's persistence (``INFO``
+and ``CONFIG GET``): a node reads its figures every few seconds, and persistence rarely changes."""
 
 
 def _check_durability(_: object, __: object, value: object) -> None:
@@ -179,6 +182,8 @@ class RedisInbox:
     _planning: asyncio.Task[StrictStep] | None = attrs.field(default=None, init=False)
     _tasks: set[asyncio.Task[None]] = attrs.field(factory=set, init=False)
     _next_mark: float = attrs.field(default=0.0, init=False)
+    _persistence_read: tuple[float, Persistence] | None = attrs.field(default=None, init=False)
+    """``time.monotonic()`` of the last persistence read for :meth:`stats`, and what it gave."""
 
     def __repr__(self) -> str:  # host:port/db only: the URL may hold a password
         return f"RedisInbox({where(self._redis)!r}, prefix={self.prefix!r})"
@@ -463,11 +468,11 @@ class RedisInbox:
 
     async def stats(self) -> InboxStats:
         """Depth, oldest age, dead letters; what a host crash can lose, as the server's
-        persistence says now; acknowledged entries found lost; replays so far."""
+        persistence said within the last 30 s; acknowledged entries found lost; replays so far."""
         keys = [*self._keys.keys, self._keys.replayed]
         depth, dead, age_ms, lost, last, replayed = await self._run("STATS", keys, [_scripts.GROUP])
         age = None if int(age_ms) < 0 else int(age_ms) / 1000
-        persistence = await self._persistence()
+        persistence = await self._recent_persistence()
         return InboxStats(
             depth=int(depth),
             oldest_age=age,
@@ -546,6 +551,18 @@ class RedisInbox:
         ):
             persistence = await read_persistence(self._redis)
         refuse_cluster(persistence, where(self._redis))
+        return persistence
+
+    async def _recent_persistence(self) -> Persistence:
+        """The server's persistence, read again only when the last read is over
+        ``_PERSISTENCE_FRESH`` seconds old."""
+        now = time.monotonic()
+        if self._persistence_read is not None:
+            read_at, persistence = self._persistence_read
+            if now - read_at < _PERSISTENCE_FRESH:
+                return persistence
+        persistence = await self._persistence()
+        self._persistence_read = (now, persistence)
         return persistence
 
     async def _strict_step(self) -> StrictStep:
