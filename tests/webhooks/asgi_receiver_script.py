@@ -12,38 +12,17 @@ import contextlib
 import json
 import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import uvicorn
+from receiver_script import crash_receiver
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
-from asyncsdk import ProcessCompleted
-from webhooks import SQLiteInbox, TokenVerifier, WebhookReceiver
 from webhooks.asgi import ReceiverASGI
-
-TOKEN = "tok-" + "a1b2c3d4" * 4
-
-
-def append(path: str, line: str) -> None:
-    with Path(path).open("a") as out:
-        out.write(line)
 
 
 async def main(db: str, name: str, record: str, mode: str) -> None:
-    receiver = WebhookReceiver(
-        inbox=SQLiteInbox(db, claim_timeout=0.5),
-        verifier=TokenVerifier(TOKEN),
-        poll_interval=0.05,
-        drain_timeout=0.1,
-    )
-
-    @receiver.on_completed()
-    async def handle(event: ProcessCompleted) -> None:
-        if mode == "block":
-            await asyncio.Event().wait()
-        append(record, f"{event.process_id} {event.status}\n")
-
+    receiver = crash_receiver(db, record, mode)
     hooks = ReceiverASGI(receiver)
 
     @contextlib.asynccontextmanager

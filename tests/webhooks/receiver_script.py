@@ -26,7 +26,8 @@ def append(path: str, line: str) -> None:
         out.write(line)
 
 
-async def main(db: str, name: str, record: str, mode: str) -> None:
+def crash_receiver(db: str, record: str, mode: str) -> WebhookReceiver:
+    """The crash test's receiver (on the SQLite inbox ``db``), whatever serves it."""
     receiver = WebhookReceiver(
         inbox=SQLiteInbox(db, claim_timeout=0.5),
         verifier=TokenVerifier(TOKEN),
@@ -40,6 +41,11 @@ async def main(db: str, name: str, record: str, mode: str) -> None:
             await asyncio.Event().wait()
         append(record, f"{event.process_id} {event.status}\n")
 
+    return receiver
+
+
+async def main(db: str, name: str, record: str, mode: str) -> None:
+    receiver = crash_receiver(db, record, mode)
     app = web.Application()
     receiver.setup(app, prefix="/hooks/")
     await serve_until_terminated(app, name)

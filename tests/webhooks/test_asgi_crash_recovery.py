@@ -3,31 +3,18 @@ loses nothing once restarted, and runs each handler's effect once."""
 
 from __future__ import annotations
 
-import asyncio
 import signal
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import aiohttp
-from node_process import node_running
-from whtools import JSON, TOKEN, encode, eventually, payload, recorded
+from whtools import JSON, crash_test_receiver, encode, eventually, payload, recorded
 
 SCRIPT = Path(__file__).with_name("asgi_receiver_script.py")
 
 
-@asynccontextmanager
-async def receiver_process(
-    tmp_path: Path, name: str, mode: str
-) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
-    args = (str(tmp_path / "inbox.sqlite3"), name, str(tmp_path / "record.txt"), mode)
-    async with node_running(SCRIPT, *args, name=name) as (proc, port):
-        yield proc, f"http://127.0.0.1:{port}/hooks/{TOKEN}"
-
-
 async def test_sigkill_under_uvicorn_after_the_ack_loses_nothing(tmp_path: Path) -> None:
     async with aiohttp.ClientSession() as session:
-        async with receiver_process(tmp_path, "first", "block") as (proc, url):
+        async with crash_test_receiver(SCRIPT, tmp_path, "first", "block") as (proc, url):
             for pid in ("p-1", "p-2", "p-3"):
                 async with session.post(url, data=encode(payload(pid)), headers=JSON) as response:
                     assert response.status == 200
@@ -36,7 +23,7 @@ async def test_sigkill_under_uvicorn_after_the_ack_loses_nothing(tmp_path: Path)
             assert await proc.wait() == -signal.SIGKILL
         assert recorded(tmp_path) == []
 
-        async with receiver_process(tmp_path, "second", "record") as (proc, url):
+        async with crash_test_receiver(SCRIPT, tmp_path, "second", "record") as (proc, url):
 
             async def all_recorded() -> bool:
                 return sorted(recorded(tmp_path)) == ["p-1 done", "p-2 done", "p-3 done"]

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
+from node_process import node_running
 
 from asyncsdk import ProcessCompleted, ResultAsset
 from webhooks import (
@@ -166,6 +167,18 @@ def recorded(tmp_path: Path) -> list[str]:
     the file is not there)."""
     path = tmp_path / "record.txt"
     return sorted(path.read_text().splitlines()) if path.exists() else []
+
+
+@contextlib.asynccontextmanager
+async def crash_test_receiver(
+    script: Path, tmp_path: Path, name: str, mode: str
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
+    """A crash test's receiver process (``receiver_script.py``, or the same receiver served by
+    ``asgi_receiver_script.py``) on the test's SQLite inbox, appending to what :func:`recorded`
+    reads: the process and its hook URL, for the block."""
+    args = (str(tmp_path / "inbox.sqlite3"), name, str(tmp_path / "record.txt"), mode)
+    async with node_running(script, *args, name=name) as (proc, port):
+        yield proc, f"http://127.0.0.1:{port}/hooks/{TOKEN}"
 
 
 class Recorder:
