@@ -119,6 +119,21 @@ async def _deliver(url: str, count: int, run: str) -> int:
     return refused
 
 
+def callgrind_wrapper(out: Path) -> list[str]:
+    """The command that runs a child under callgrind, counting nothing until told to, into
+    ``out``."""
+    return ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
+
+
+def counted_instructions(out: Path) -> int:
+    """The instruction total of the first dump of the callgrind run into ``out``."""
+    dump = out.with_name(out.name + ".1")  # the first dump; the file without a number: the exit
+    for line in dump.read_text().splitlines():
+        if line.startswith(("summary:", "totals:")):
+            return int(line.split()[1])
+    raise SystemExit(f"{dump}: no instruction total in callgrind's output")
+
+
 def _callgrind(pid: int, *args: str) -> None:
     subprocess.run(
         ["callgrind_control", *args, str(pid)],  # noqa: S607 - valgrind's tool from PATH
@@ -126,6 +141,23 @@ def _callgrind(pid: int, *args: str) -> None:
         check=True,
         timeout=60,
     )
+
+
+def counted_run(target: str, job: dict[str, object], out: Path, *, within: float) -> int:
+    """Instructions ``target`` (a child that waits for "go", answers when done, then waits for
+    "done") spends between "go" and its answer, counted by callgrind into ``out``; ``within``:
+    seconds the run may take."""
+    child = Child(target, job, wrapper=callgrind_wrapper(out))
+    try:
+        child.ready(timeout=STARTUP_TIMEOUT)
+        _callgrind(child.pid, "--instr=on")
+        child.send("go")
+        child.recv(timeout=within)
+        _callgrind(child.pid, "--dump")
+        child.send("done")
+    finally:
+        child.stop()
+    return counted_instructions(out)
 
 
 def count(variant: str, requests: int, folder: Path, packages: Path | None = None) -> float:
@@ -145,12 +177,7 @@ def count(variant: str, requests: int, folder: Path, packages: Path | None = Non
             "schema": schema,
         },
         packages=packages,
-        wrapper=[
-            "valgrind",
-            "--tool=callgrind",
-            "--instr-atstart=no",
-            f"--callgrind-out-file={out}",
-        ],
+        wrapper=callgrind_wrapper(out),
     )
     try:
         url = child.ready(timeout=STARTUP_TIMEOUT)["url"]
@@ -166,11 +193,7 @@ def count(variant: str, requests: int, folder: Path, packages: Path | None = Non
             drop_schema(schema)
     if refused:
         raise SystemExit(f"{variant}: {refused} deliveries not answered 200")
-    dump = out.with_name(out.name + ".1")  # the first dump; the file without a number: the exit
-    for line in dump.read_text().splitlines():
-        if line.startswith(("summary:", "totals:")):
-            return int(line.split()[1]) / requests
-    raise SystemExit(f"{dump}: no instruction total in callgrind's output")
+    return counted_instructions(out) / requests
 
 
 def count_client(variant: str, requests: int, server: dict[str, str], folder: Path) -> float:
@@ -178,30 +201,7 @@ def count_client(variant: str, requests: int, server: dict[str, str], folder: Pa
     impl, phase, _ = CLIENTS[variant]
     out = folder / f"{variant}-{uuid.uuid4().hex[:10]}.callgrind"
     job = {**server, "impl": impl, "phase": phase, "requests": requests, "concurrency": CONNECTIONS}
-    child = Child(
-        "_client_bench:counted_calls",
-        job,
-        wrapper=[
-            "valgrind",
-            "--tool=callgrind",
-            "--instr-atstart=no",
-            f"--callgrind-out-file={out}",
-        ],
-    )
-    try:
-        child.ready(timeout=STARTUP_TIMEOUT)
-        _callgrind(child.pid, "--instr=on")
-        child.send("go")
-        child.recv(timeout=60 * 30)
-        _callgrind(child.pid, "--dump")
-        child.send("done")
-    finally:
-        child.stop()
-    dump = out.with_name(out.name + ".1")
-    for line in dump.read_text().splitlines():
-        if line.startswith(("summary:", "totals:")):
-            return int(line.split()[1]) / requests
-    raise SystemExit(f"{dump}: no instruction total in callgrind's output")
+    return counted_run("_client_bench:counted_calls", job, out, within=60 * 30) / requests
 
 
 def count_all(

@@ -31,38 +31,23 @@ from benchmarks._observe_bench import VARIANTS
 from benchmarks._observed import SAMPLERS
 from benchmarks._procs import Child, serving
 from benchmarks._shared import fmt, table
-from benchmarks.instructions import STARTUP_TIMEOUT, _callgrind, _deliver
+from benchmarks.instructions import (
+    STARTUP_TIMEOUT,
+    _callgrind,
+    _deliver,
+    callgrind_wrapper,
+    counted_instructions,
+    counted_run,
+)
 
 CONCURRENCY: Final = 16
-
-
-def _total(out: Path) -> int:
-    dump = out.with_name(out.name + ".1")  # the first dump; the file without a number: the exit
-    for line in dump.read_text().splitlines():
-        if line.startswith(("summary:", "totals:")):
-            return int(line.split()[1])
-    raise SystemExit(f"{dump}: no instruction total in callgrind's output")
-
-
-def _wrapper(out: Path) -> list[str]:
-    return ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
 
 
 def client(variant: str, requests: int, server: dict[str, str], folder: Path) -> float:
     """Instructions per ``processes.get`` of a client with telemetry ``variant``."""
     out = folder / f"client-{variant}.callgrind"
     job = {**server, "variant": variant, "requests": requests, "concurrency": CONCURRENCY}
-    child = Child("_observe_bench:counted_client", job, wrapper=_wrapper(out))
-    try:
-        child.ready(timeout=STARTUP_TIMEOUT)
-        _callgrind(child.pid, "--instr=on")
-        child.send("go")
-        child.recv(timeout=60 * 30)
-        _callgrind(child.pid, "--dump")
-        child.send("done")
-    finally:
-        child.stop()
-    return _total(out) / requests
+    return counted_run("_observe_bench:counted_client", job, out, within=60 * 30) / requests
 
 
 def receiver(variant: str, requests: int, folder: Path) -> float:
@@ -77,7 +62,7 @@ def receiver(variant: str, requests: int, folder: Path) -> float:
         "prefix": "",
         "observed": "" if variant == "off" else variant,
     }
-    child = Child("_receiver_bench:serve", job, wrapper=_wrapper(out))
+    child = Child("_receiver_bench:serve", job, wrapper=callgrind_wrapper(out))
     try:
         url = child.ready(timeout=STARTUP_TIMEOUT)["url"]
         refused = asyncio.run(_deliver(url, max(100, requests // 5), "warm-" + run))
@@ -88,24 +73,14 @@ def receiver(variant: str, requests: int, folder: Path) -> float:
         child.stop()
     if refused:
         raise SystemExit(f"receiver {variant}: {refused} deliveries not answered 200")
-    return _total(out) / requests
+    return counted_instructions(out) / requests
 
 
 def units(unit: str, variant: str, mode: str, count: int, folder: Path) -> float:
     """Instructions per unit of ``_spans_bench.py`` (a client attempt's hooks, a delivery's)."""
     out = folder / f"units-{uuid.uuid4().hex[:10]}.callgrind"
     job = {"unit": unit, "variant": variant, "mode": mode, "count": count}
-    child = Child("_spans_bench:counted_units", job, wrapper=_wrapper(out))
-    try:
-        child.ready(timeout=STARTUP_TIMEOUT)
-        _callgrind(child.pid, "--instr=on")
-        child.send("go")
-        child.recv(timeout=60 * 10)
-        _callgrind(child.pid, "--dump")
-        child.send("done")
-    finally:
-        child.stop()
-    return _total(out) / count
+    return counted_run("_spans_bench:counted_units", job, out, within=60 * 10) / count
 
 
 def _unit_rows(count: int, folder: Path) -> list[list[str]]:
