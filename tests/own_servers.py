@@ -25,6 +25,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 import attrs
 import pytest
@@ -301,6 +302,25 @@ class OwnRedis(OwnServer):
         assert fixed.returncode == 0, fixed.stdout + fixed.stderr
 
 
+class _Startable(Protocol):
+    def start(self) -> None: ...
+    def kill(self) -> None: ...
+
+
+S = TypeVar("S", bound=_Startable)
+
+
+@contextlib.contextmanager
+def running(server: S) -> Iterator[S]:
+    """``server`` started for the block and killed at its end, however the block (or the start)
+    ends."""
+    try:
+        server.start()
+        yield server
+    finally:
+        server.kill()
+
+
 @contextlib.contextmanager
 def own_redis(
     directory: Path | None = None,
@@ -313,10 +333,7 @@ def own_redis(
     with contextlib.ExitStack() as stack:
         if directory is None:
             directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="own-redis-")))
-        server = OwnRedis(directory, appendfsync, extra, tls)
-        stack.callback(server.kill)
-        server.start()
-        yield server
+        yield stack.enter_context(running(OwnRedis(directory, appendfsync, extra, tls)))
 
 
 @attrs.frozen
@@ -418,11 +435,8 @@ def own_postgres(
             f"postgresql://{login}@127.0.0.1:{port}/postgres",
             user=user,
         )
-        try:
-            server.start()
+        with running(server):
             yield server
-        finally:
-            server.kill()
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
@@ -465,11 +479,8 @@ def own_pgbouncer(target: str, pool_mode: str, pool_size: int) -> Iterator[OwnSe
             f"postgresql://{url.user}@127.0.0.1:{port}/{database}",
             user=user,
         )
-        try:
-            server.start()
+        with running(server):
             yield server
-        finally:
-            server.kill()
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
@@ -510,11 +521,8 @@ def own_standby(primary: OwnServer) -> Iterator[OwnServer]:
             f"postgresql://postgres@127.0.0.1:{port}/postgres",
             user=user,
         )
-        try:
-            server.start()
+        with running(server):
             yield server
-        finally:
-            server.kill()
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
@@ -599,9 +607,5 @@ def sentinel_group(
     directory: Path, appendfsync: str | None = None, down_after_ms: int = 500
 ) -> Iterator[SentinelGroup]:
     """A started :class:`SentinelGroup`, every process killed at the end of the block."""
-    group = SentinelGroup(directory, appendfsync, down_after_ms)
-    try:
-        group.start()
+    with running(SentinelGroup(directory, appendfsync, down_after_ms)) as group:
         yield group
-    finally:
-        group.kill()
