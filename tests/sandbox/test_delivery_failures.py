@@ -5,13 +5,16 @@ masked, the next try or giving up)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
 import socket
 import sys
+from collections.abc import AsyncIterator
 
 import aiohttp
+import own_servers
 import pytest
 from aiohttp import web
 
@@ -212,29 +215,44 @@ async def test_a_failed_delivery_shows_on_stderr_with_its_token_masked() -> None
     assert lines[-1].endswith("attempt 5 of 5); giving up after 5 attempts")
 
 
+class LateReceiver:
+    """A webhook receiver on a free port where nothing listens until :meth:`listening`, so the
+    sandbox's deliveries to ``url`` are refused until then; ``got``: the events it received."""
+
+    def __init__(self) -> None:
+        self.port = own_servers.free_port()
+        self.url = f"http://127.0.0.1:{self.port}/hooks/{TOKEN}"
+        self.got: list[dict[str, object]] = []
+        self.arrived = asyncio.Event()
+        app = web.Application()
+        app.router.add_post("/hooks/{token}", self._hook)
+        self._runner = web.AppRunner(app, access_log=None)
+
+    async def _hook(self, request: web.Request) -> web.Response:
+        self.got.append(await request.json())
+        self.arrived.set()
+        return web.json_response({"accepted": True})
+
+    @contextlib.asynccontextmanager
+    async def listening(self) -> AsyncIterator[None]:
+        await self._runner.setup()
+        try:
+            await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
+            yield
+        finally:
+            await self._runner.cleanup()
+
+
 async def test_a_receiver_started_late_gets_its_event_from_the_command_lines_schedule() -> None:
-    with socket.socket() as probe:  # a free port where nothing listens yet
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    late = LateReceiver()
     child = await asyncio.create_subprocess_exec(
         *[sys.executable, "-m", "asyncsdk", "sandbox", "--port", "0"],
         *["--pending-delay", "0", "--processing-delay", "0"],
-        *["--webhook", f"http://127.0.0.1:{port}/hooks/{TOKEN}"],
+        *["--webhook", late.url],
         env={k: v for k, v in os.environ.items() if not k.startswith("ASYNCSDK_")},
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    got: list[dict[str, object]] = []
-    arrived = asyncio.Event()
-
-    async def hook(request: web.Request) -> web.Response:
-        got.append(await request.json())
-        arrived.set()
-        return web.json_response({"accepted": True})
-
-    app = web.Application()
-    app.router.add_post("/hooks/{token}", hook)
-    runner = web.AppRunner(app, access_log=None)
     try:
         serving = await line_with(child.stdout, "sandbox serving on ")
         sandbox = serving.removeprefix("sandbox serving on ")
@@ -252,34 +270,21 @@ async def test_a_receiver_started_late_gets_its_event_from_the_command_lines_sch
             process = await client.run(asyncsdk.ToolSlug.DAY_TO_DUSK, samples.path("exterior.jpg"))
         await line_with(child.stderr, "connection refused")
         await asyncio.sleep(20)  # the receiver starts 20 s late: the old schedule gave up after 1 s
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", port).start()
-        await asyncio.wait_for(arrived.wait(), 60)  # the attempt due 31.5 s after the first
+        async with late.listening():
+            await asyncio.wait_for(late.arrived.wait(), 60)  # due 31.5 s after the first attempt
     finally:
-        await runner.cleanup()
         child.send_signal(signal.SIGTERM)
         await asyncio.wait_for(child.communicate(), 30)
-    assert [event["process_id"] for event in got] == [process.id]
+    assert [event["process_id"] for event in late.got] == [process.id]
 
 
 async def test_a_given_up_delivery_is_resent_from_the_page_once_the_receiver_is_up() -> None:
-    with socket.socket() as probe:  # a free port where nothing listens yet
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    late = LateReceiver()
     config = SandboxConfig(
-        webhook_urls=(f"http://127.0.0.1:{port}/hooks/{TOKEN}",),
+        webhook_urls=(late.url,),
         webhook_retry_base=0.01,
         webhook_max_attempts=2,
     )
-    got: list[dict[str, object]] = []
-
-    async def hook(request: web.Request) -> web.Response:
-        got.append(await request.json())
-        return web.json_response({"accepted": True})
-
-    app = web.Application()
-    app.router.add_post("/hooks/{token}", hook)
-    runner = web.AppRunner(app, access_log=None)
     async with Sandbox(config) as sb, aiohttp.ClientSession(base_url=sb.base_url) as s:
         async with asyncsdk.Client(api_key=sb.api_key, base_url=sb.base_url) as client:
             process = await client.run(asyncsdk.ToolSlug.DAY_TO_DUSK, samples.path("exterior.jpg"))
@@ -289,9 +294,7 @@ async def test_a_given_up_delivery_is_resent_from_the_page_once_the_receiver_is_
         assert not given_up.delivered
         async with s.get("/_sandbox/") as page:
             assert f'action="/_sandbox/deliveries/{given_up.id}/resend"' in await page.text()
-        await runner.setup()
-        try:
-            await web.TCPSite(runner, "127.0.0.1", port).start()
+        async with late.listening():
             async with s.post(  # as the page's form posts it: a form body, the page's Origin
                 f"/_sandbox/deliveries/{given_up.id}/resend",
                 data={},
@@ -300,49 +303,34 @@ async def test_a_given_up_delivery_is_resent_from_the_page_once_the_receiver_is_
             ) as r:
                 assert r.status == 303
             await sb.wait_idle()
-        finally:
-            await runner.cleanup()
     assert given_up.delivered
     # Two given-up attempts, then the resent one, numbered from 1 again.
     assert [a.number for a in given_up.history] == [1, 2, 1]
-    assert [event["process_id"] for event in got] == [process.id]
+    assert [event["process_id"] for event in late.got] == [process.id]
 
 
 async def test_the_command_line_resends_every_given_up_delivery(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    with socket.socket() as probe:  # a free port where nothing listens yet
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    late = LateReceiver()
     config = SandboxConfig(
-        webhook_urls=(f"http://127.0.0.1:{port}/hooks/{TOKEN}",),
+        webhook_urls=(late.url,),
         webhook_retry_base=0.01,
         webhook_max_attempts=1,
     )
-    got: list[dict[str, object]] = []
-
-    async def hook(request: web.Request) -> web.Response:
-        got.append(await request.json())
-        return web.json_response({"accepted": True})
-
-    app = web.Application()
-    app.router.add_post("/hooks/{token}", hook)
-    runner = web.AppRunner(app, access_log=None)
     async with Sandbox(config) as sb:
         async with asyncsdk.Client(api_key=sb.api_key, base_url=sb.base_url) as client:
             process = await client.run(asyncsdk.ToolSlug.DAY_TO_DUSK, samples.path("exterior.jpg"))
         await sb.wait_idle()
         [given_up] = sb.stats.deliveries
         assert not given_up.delivered
-        await runner.setup()
-        try:
-            await web.TCPSite(runner, "127.0.0.1", port).start()
+        async with late.listening():
             # The command runs its own event loop: run it beside this one.
             argv = ["sandbox", "resend", "--url", sb.base_url, "--all-failed"]
             assert await asyncio.to_thread(cli_main, argv) == 0
             await sb.wait_idle()
-        finally:
-            await runner.cleanup()
-    assert f"resending {given_up.id} to http://127.0.0.1:{port}/hooks/" in capsys.readouterr().out
+    assert (
+        f"resending {given_up.id} to http://127.0.0.1:{late.port}/hooks/" in capsys.readouterr().out
+    )
     assert given_up.delivered
-    assert [event["process_id"] for event in got] == [process.id]
+    assert [event["process_id"] for event in late.got] == [process.id]
