@@ -13,10 +13,12 @@ import contextlib
 import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 from own_servers import own_pgbouncer
+from store_places import Place, place_for, store_params
 
 if TYPE_CHECKING:
     import redis.asyncio
@@ -155,3 +157,24 @@ def store_dsn(
     if route == "direct":
         return postgres_dsn
     return through_pgbouncer(route.removeprefix("pgbouncer-"))
+
+
+# -- each store of webhooks.stores.STORES ---------------------------------------------------------
+
+
+@pytest.fixture(params=store_params())
+def store_place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
+    """Each store, with a fresh place for an inbox on it."""
+    return place_for(request.param, request, tmp_path)
+
+
+@pytest.fixture(params=store_params(durable=True))
+def durable_place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
+    """Each store whose entries outlive the process, with a fresh place for an inbox on it."""
+    return place_for(request.param, request, tmp_path)
+
+
+@pytest.fixture(params=store_params(shared=True))
+def shared_place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
+    """Each store several nodes share, with a fresh place (a namespace on its server)."""
+    return place_for(request.param, request, tmp_path)

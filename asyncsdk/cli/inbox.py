@@ -1,7 +1,8 @@
 """``asyncsdk inbox stats|dead|replay|purge``: a receiver inbox, as an operator sees it.
 
-The inbox is named by ``--redis URL`` (with ``--prefix``), ``--postgres DSN`` (with ``--schema``)
-or ``--sqlite PATH``; every receiver sharing it sees the same depth and dead letters.
+The inbox is named by one option per durable store of :data:`webhooks.stores.STORES`
+(``--redis URL`` with ``--prefix``, ``--postgres DSN`` with ``--schema``, ``--sqlite PATH``);
+every receiver sharing it sees the same depth and dead letters.
 """
 
 from __future__ import annotations
@@ -10,32 +11,29 @@ import argparse
 import datetime
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import attrs
 
 from asyncsdk import ConfigurationError
 from asyncsdk.cli._common import EXIT_FAILED, EXIT_OK, UsageError, format_table
+from asyncsdk.cli._store_options import NamedStore, add_store_options, named_store, one_of
 from webhooks import (
     InboxEntry,
     InboxError,
     InboxUnavailableError,
     InspectableInbox,
-    PostgresInbox,
-    RedisInbox,
-    SQLiteInbox,
     UnknownEntryError,
     describe_event,
 )
-
-# The backends' own defaults, read from their public classes, for --help.
-DEFAULT_PREFIX = str(attrs.fields(RedisInbox).prefix.default)
-DEFAULT_SCHEMA = str(attrs.fields(PostgresInbox).schema.default)
+from webhooks.stores import STORES, Store
 
 __all__ = ["add_parser"]
 
-DESCRIPTION = """\
+NAMED: tuple[Store[Any], ...] = tuple(store for store in STORES if store.durable)
+"""The stores an operator can name from another process: those whose entries outlive it."""
+
+DESCRIPTION = f"""\
 Look into a webhook receiver's inbox and deal with its dead letters (events whose handlers failed
 max_attempts times):
 
@@ -47,30 +45,16 @@ max_attempts times):
                    dedup claim: the event is handled once more, once); counted in the store
   purge ID...      drop dead letters for good (the sender's retries stay duplicates)
 
-Name the inbox the receivers use: --redis URL [--prefix P], --postgres DSN [--schema S] or
---sqlite PATH.
+Name the inbox the receivers use:
+  {one_of(NAMED)}
 """
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     store = argparse.ArgumentParser(add_help=False)
-    where = store.add_argument_group("the inbox (one of)").add_mutually_exclusive_group(
-        required=True
+    add_store_options(
+        store, NAMED, required=True, title="the inbox (one of)", plain_namespaces=True
     )
-    where.add_argument("--redis", metavar="URL", help="a RedisInbox, e.g. redis://host:6379/0")
-    where.add_argument("--postgres", metavar="DSN", help="a PostgresInbox, e.g. postgresql://h/db")
-    where.add_argument("--sqlite", metavar="PATH", type=Path, help="a SQLiteInbox file")
-    store.add_argument(
-        "--prefix",
-        "--redis-prefix",  # as 'asyncsdk receiver' spells it
-        dest="prefix",
-        default=DEFAULT_PREFIX,
-        help=f"Redis key prefix (default {DEFAULT_PREFIX!r})",
-    )
-    store.add_argument(
-        "--schema", default=DEFAULT_SCHEMA, help=f"PostgreSQL schema (default {DEFAULT_SCHEMA!r})"
-    )
-
     parser = subparsers.add_parser(
         "inbox",
         help="inspect a receiver inbox; replay or purge dead letters",
@@ -98,71 +82,51 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         sub.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
-def _open(args: argparse.Namespace) -> InspectableInbox:
-    if args.redis is not None:
-        return RedisInbox(args.redis, prefix=args.prefix)
-    if args.postgres is not None:
-        return PostgresInbox(args.postgres, schema=args.schema)
-    path: Path = args.sqlite
-    if not path.is_file():
-        raise UsageError(f"no inbox file at {path}; pass the --sqlite PATH the receiver uses")
-    return SQLiteInbox(path)
+def _named(args: argparse.Namespace) -> NamedStore:
+    named = named_store(args, NAMED)
+    if named is None:  # argparse requires one of the options
+        raise UsageError("name the inbox: " + one_of(NAMED))
+    return named
 
 
-_CHECK_TIMEOUT = 10.0
-"""Seconds the look at the store may take, as long as the inboxes' own connection timeout."""
-
-
-async def _check_place(args: argparse.Namespace, inbox: InspectableInbox) -> None:
-    """Refuse a PostgreSQL schema without an inbox table (opening the inbox would create one
-    there), and warn about a Redis prefix with nothing under it: both are most often a --schema
-    or --prefix other than the receivers'.  ``inbox`` names the store in errors (its repr shows
-    no password)."""
-    if args.postgres is not None:
-        assert isinstance(inbox, PostgresInbox)
-        try:
-            found = await inbox.exists()
-        except InboxUnavailableError as exc:
-            raise ConnectionError(f"{inbox!r} cannot be reached: {exc}") from exc
-        except (InboxError, ConfigurationError) as exc:  # the DSN's query, a refused login
-            raise UsageError(f"{inbox!r}: {exc}; fix the --postgres DSN") from exc
-        if not found:
-            raise UsageError(
-                f"no inbox in the schema {args.schema!r} of that database; pass the --schema "
-                "the receivers use (they create it when they start)"
-            )
-    elif args.redis is not None and args.redis.startswith("redis+sentinel://"):
-        pass  # the look needs a client of the primary the Sentinels name: only the inbox has one
-    elif args.redis is not None:
-        import redis.asyncio
-
-        client = redis.asyncio.Redis.from_url(
-            args.redis, socket_connect_timeout=_CHECK_TIMEOUT, socket_timeout=_CHECK_TIMEOUT
+async def _check_place(named: NamedStore, inbox: InspectableInbox) -> None:
+    """Refuse a place without an inbox where opening one would create it (a PostgreSQL schema, a
+    SQLite file), and warn about one with nothing stored yet where it appears only with the
+    first delivery (a Redis prefix): both are most often an option other than the receivers'.
+    ``inbox`` names the store in errors (its repr shows no password)."""
+    store = named.store
+    try:
+        found = await store.exists(inbox)
+    except InboxUnavailableError as exc:
+        raise ConnectionError(f"{inbox!r} cannot be reached: {exc}") from exc
+    except (InboxError, ConfigurationError) as exc:  # the DSN's query, a refused login
+        raise UsageError(f"{inbox!r}: {exc}; fix the --{store.name} {store.place}") from exc
+    if found:
+        return
+    if store.empty_until_first_delivery:
+        sys.stderr.write(
+            f"warning: nothing is stored under the {store.namespace} {named.namespace!r} at that"
+            f" {store.title} (a receiver's inbox appears with its first delivery); is it the"
+            f" {store.namespace} the receivers use?\n"
         )
-        pattern = "".join("\\" + c if c in "*?[]\\" else c for c in args.prefix) + "*"
-        stored = False
-        try:
-            async for _ in client.scan_iter(match=pattern, count=1000):
-                stored = True
-                break
-        except (OSError, TimeoutError, redis.RedisError) as exc:
-            # str(), not repr(): redis-py's repr of an error names its type alone.
-            reason = f"{type(exc).__name__}: {exc}"
-            raise ConnectionError(f"{inbox!r} cannot be reached: {reason}") from exc
-        finally:
-            await client.aclose()
-        if not stored:
-            sys.stderr.write(
-                f"warning: nothing is stored under the prefix {args.prefix!r} at that Redis (a "
-                "receiver's keys appear with its first delivery); is it the prefix the receivers "
-                "use?\n"
-            )
+    elif store.namespace:
+        raise UsageError(
+            f"no inbox in the {store.namespace} {named.namespace!r} of that {store.title}; pass"
+            f" the --{store.namespace} the receivers use (they create it when they start)"
+        )
+    else:
+        raise UsageError(
+            f"no {store.title} inbox at {named.place}; pass the --{store.name} {store.place}"
+            " the receivers use"
+        )
 
 
 async def _with_inbox(args: argparse.Namespace, action: Any) -> int:
-    inbox = _open(args)  # checks the options and that the store's extra is installed
+    named = _named(args)
+    # Checks the options and that the store's extra is installed.
+    inbox = named.store.open_inbox(named.place, named.namespace)
     try:
-        await _check_place(args, inbox)
+        await _check_place(named, inbox)
         code: int = await action(inbox)
     except InboxUnavailableError as exc:
         raise ConnectionError(f"the inbox cannot be reached: {exc}") from exc

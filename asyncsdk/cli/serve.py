@@ -14,32 +14,21 @@ import os
 import secrets
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
-import aiohttp
 import attrs
 from aiohttp import web
 
 from asyncsdk import ProcessCompleted
 from asyncsdk.cli._common import UsageError
 from asyncsdk.cli._local import serve_app
+from asyncsdk.cli._store_options import NamedStore, add_store_options, named_store, one_of
 from asyncsdk.sandbox.__main__ import build_parser as sandbox_options
-from asyncsdk.sandbox.__main__ import config_from_args, console_log, start_failure
-from asyncsdk.sandbox._masking import mask_url
-from webhooks import (
-    Inbox,
-    MemoryInbox,
-    NoVerification,
-    SQLiteInbox,
-    TokenVerifier,
-    Verifier,
-    WebhookReceiver,
-)
-
-if TYPE_CHECKING:
-    from webhooks import RedisRegistry
+from asyncsdk.sandbox.__main__ import config_from_args, console_log, run_resend, start_failure
+from webhooks import MemoryInbox, NoVerification, TokenVerifier, Verifier, WebhookReceiver
+from webhooks.stores import STORES
 
 __all__ = ["add_parsers", "stop_signals"]
 
@@ -51,9 +40,10 @@ or stdout).  Deliveries are checked against a secret token in the URL path: regi
 URL (behind your https terminator) in the dashboard.  The token comes from --token or
 {TOKEN_ENV}; without one a fresh token is made and printed.
 
-Events are kept in an inbox until written: in memory by default, in SQLite with --sqlite PATH, or
-in Redis with --redis URL (which also publishes each result to the Redis registry, so that SDK
-clients elsewhere can await it).
+Events are kept in an inbox until written: in memory by default, or in the store named by
+{one_of(STORES, plain_namespaces=False)}.
+A store that nodes share also holds the registry each result is published to, so that SDK clients
+elsewhere can await it.
 """
 
 
@@ -90,11 +80,12 @@ def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     receiver.add_argument("--port", type=int, default=8081, help="port to bind (default 8081)")
     receiver.add_argument("--prefix", default="/hooks/", help="URL path of the receiver")
     receiver.add_argument("--out", type=Path, help="append events to this JSON-lines file")
-    store = receiver.add_mutually_exclusive_group()
-    store.add_argument("--redis", metavar="URL", help="Redis inbox and registry, e.g. redis://...")
-    store.add_argument("--sqlite", type=Path, metavar="PATH", help="SQLite inbox file")
-    receiver.add_argument(
-        "--redis-prefix", default="asyncsdk:", help="key prefix in Redis (default asyncsdk:)"
+    add_store_options(
+        receiver,
+        STORES,
+        required=False,
+        title="the inbox (one of; default: in memory)",
+        plain_namespaces=False,  # --prefix is the receiver's URL path
     )
     verify = receiver.add_mutually_exclusive_group()
     verify.add_argument("--token", help=f"the secret path token (default: ${TOKEN_ENV})")
@@ -133,30 +124,6 @@ def stop_signals() -> Iterator[asyncio.Event]:
         yield stopped
 
 
-async def run_resend(args: argparse.Namespace) -> int:
-    """POST /_sandbox/deliveries/{id}/resend for the named delivery, or each given-up one."""
-    base = args.url.rstrip("/")
-    try:
-        async with aiohttp.ClientSession(base_url=base) as session:
-            if args.all_failed:
-                async with session.get("/_sandbox/stats") as response:
-                    deliveries = (await response.json())["deliveries"]
-                ids = [d["id"] for d in deliveries if d["finished"] and not d["delivered"]]
-            else:
-                ids = [args.delivery_id]
-            for delivery_id in ids:
-                async with session.post(f"/_sandbox/deliveries/{delivery_id}/resend") as response:
-                    answer = await response.json()
-                if response.status != 200:
-                    raise UsageError(str(answer.get("message", answer)))
-                print(f"resending {delivery_id} to {mask_url(answer['url'])}")
-    except aiohttp.ClientConnectionError as exc:
-        raise UsageError(f"no sandbox answers at {base} ({exc}); pass --url") from exc
-    if not ids:
-        print("no given-up delivery to resend")
-    return 0
-
-
 async def run_sandbox(args: argparse.Namespace) -> int:
     from asyncsdk.sandbox import Sandbox  # needs Pillow; without it, one line names the extra
 
@@ -181,11 +148,15 @@ async def run_sandbox(args: argparse.Namespace) -> int:
     return 0
 
 
-def _redis_backends(url: str, prefix: str) -> tuple[Inbox, RedisRegistry]:
-    """The Redis inbox, and the Redis registry that publishes each result to waiting clients."""
-    from webhooks import RedisInbox, RedisRegistry
-
-    return RedisInbox(url, prefix=prefix), RedisRegistry(url, prefix=prefix)
+def _receiver(named: NamedStore | None, verifier: Verifier) -> WebhookReceiver:
+    """A receiver on the named store (on the inbox and registry nodes share, for a store that
+    has them: the receiver closes them when it stops), in memory when none is named."""
+    if named is None:
+        return WebhookReceiver(inbox=MemoryInbox(), verifier=verifier)
+    store, place, namespace = named.store, named.place, named.namespace
+    if store.open_backend is not None:
+        return WebhookReceiver.from_backend(store.open_backend(place, namespace), verifier=verifier)
+    return WebhookReceiver(inbox=store.open_inbox(place, namespace), verifier=verifier)
 
 
 def _fresh_token() -> str:
@@ -220,29 +191,12 @@ def _sink(path: Path | None) -> Iterator[TextIO]:
         yield file
 
 
-@contextlib.asynccontextmanager
-async def _closing(registry: RedisRegistry | None) -> AsyncIterator[None]:
-    try:
-        yield
-    finally:
-        if registry is not None:
-            await registry.close()
-
-
 async def run_receiver(args: argparse.Namespace) -> int:
     if not args.prefix.startswith("/"):
         raise UsageError(f"--prefix must start with '/', e.g. /hooks/, not {args.prefix!r}")
     prefix = args.prefix if args.prefix.endswith("/") else args.prefix + "/"
     verifier, shown_token = _verifier(args)
-    registry: RedisRegistry | None = None
-    inbox: Inbox
-    if args.redis:
-        inbox, registry = _redis_backends(args.redis, args.redis_prefix)
-    elif args.sqlite:
-        inbox = SQLiteInbox(args.sqlite)
-    else:
-        inbox = MemoryInbox()
-    receiver = WebhookReceiver(inbox=inbox, verifier=verifier, registry=registry)
+    receiver = _receiver(named_store(args, STORES), verifier)
 
     with _sink(args.out) as out:
 
@@ -256,7 +210,7 @@ async def run_receiver(args: argparse.Namespace) -> int:
         app = web.Application()
         receiver.setup(app, prefix=prefix)
         with stop_signals() as stopped:
-            async with _closing(registry), serve_app(app, args.host, args.port) as port:
+            async with serve_app(app, args.host, args.port) as port:
                 path = prefix + shown_token
                 shown_host = f"[{args.host}]" if ":" in args.host else args.host
                 where = str(args.out) if args.out else "stdout"

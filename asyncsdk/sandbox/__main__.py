@@ -13,14 +13,18 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import aiohttp
+
 from asyncsdk import ConfigurationError
 from asyncsdk.sandbox._config import SandboxConfig, check_webhook_url
+from asyncsdk.sandbox._masking import mask_url
 
 __all__ = [
     "build_parser",
     "config_from_args",
     "console_log",
     "main",
+    "run_resend",
     "start_failure",
     "webhook_url",
 ]
@@ -196,6 +200,31 @@ async def _serve_until_signalled(args: argparse.Namespace) -> None:
 
     with console_log(), contextlib.suppress(asyncio.CancelledError):
         await serve(args.host, args.port, config_from_args(args), port_file=args.port_file)
+
+
+async def run_resend(args: argparse.Namespace) -> int:
+    """``asyncsdk sandbox resend``: POST /_sandbox/deliveries/{id}/resend for the named delivery,
+    or each given-up one (``args.all_failed``), of the sandbox at ``args.url``."""
+    base = args.url.rstrip("/")
+    try:
+        async with aiohttp.ClientSession(base_url=base) as session:
+            if args.all_failed:
+                async with session.get("/_sandbox/stats") as response:
+                    deliveries = (await response.json())["deliveries"]
+                ids = [d["id"] for d in deliveries if d["finished"] and not d["delivered"]]
+            else:
+                ids = [args.delivery_id]
+            for delivery_id in ids:
+                async with session.post(f"/_sandbox/deliveries/{delivery_id}/resend") as response:
+                    answer = await response.json()
+                if response.status != 200:
+                    raise ConfigurationError(str(answer.get("message", answer)))
+                print(f"resending {delivery_id} to {mask_url(answer['url'])}")
+    except aiohttp.ClientConnectionError as exc:
+        raise ConfigurationError(f"no sandbox answers at {base} ({exc}); pass --url") from exc
+    if not ids:
+        print("no given-up delivery to resend")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,9 +14,10 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import pytest
+from store_places import Place
 
 from .conftest import subprocess_env
 
@@ -174,23 +175,29 @@ def test_receiver_writes_events_as_json_lines(
     assert stat.S_IMODE(events.stat().st_mode) == 0o600  # signed result URLs: the user's alone
 
 
-@pytest.mark.redis
-async def test_receiver_with_redis_publishes_to_the_registry(
-    tmp_path: Path, redis_url: str, redis_prefix: str, stopper: list[subprocess.Popen[str]]
+async def test_receiver_on_a_shared_store_publishes_to_its_registry(
+    tmp_path: Path, shared_place: Place, stopper: list[subprocess.Popen[str]]
 ) -> None:
+    """``--redis URL --redis-prefix P``, ``--postgres DSN --postgres-schema S``: an SDK client
+    elsewhere awaits the result on the same store's registry."""
     import asyncio
 
-    from webhooks import RedisRegistry
-
-    args = ["receiver", "--port", "0", "--no-verify", "--redis", redis_url]
-    child = _start([*args, "--redis-prefix", redis_prefix], tmp_path)
+    store = shared_place.store
+    args = ["receiver", "--port", "0", "--no-verify", f"--{store.name}", shared_place.place]
+    child = _start([*args, f"--{store.name}-{store.namespace}", shared_place.namespace], tmp_path)
     stopper.append(child)
     base = await asyncio.to_thread(_wait_for, child.stderr, r"listening on (http://\S+/hooks/)")
-    async with RedisRegistry(redis_url, prefix=redis_prefix) as registry:
-        waiting = asyncio.ensure_future(registry.wait("p-cli-1", timeout=20))
-        status, _ = await asyncio.to_thread(_post, base.group(1), json.dumps(EVENT).encode())
-        assert status == 200
-        event = await waiting
+    assert store.open_backend is not None
+    backend = store.open_backend(shared_place.place, shared_place.namespace)
+    try:
+        registry: Any = backend.registry  # a Registry: the sink that can be waited on
+        async with registry:
+            waiting = asyncio.ensure_future(registry.wait("p-cli-1", timeout=20))
+            status, _ = await asyncio.to_thread(_post, base.group(1), json.dumps(EVENT).encode())
+            assert status == 200
+            event = await waiting
+    finally:
+        await backend.close()
     assert event.status == "done"
     assert event.final_assets[0].src == "https://files.example.com/a1.jpg"
     child.send_signal(signal.SIGINT)

@@ -12,6 +12,7 @@ import asyncsdk
 import asyncsdk.telemetry
 import webhooks
 import webhooks.asgi
+import webhooks.stores
 
 # The site is built once per test process: its tests share one (with pytest-xdist, one worker).
 pytestmark = pytest.mark.xdist_group("site")
@@ -19,7 +20,11 @@ pytestmark = pytest.mark.xdist_group("site")
 #: The names each package's reference page documents: its ``__all__`` and its public modules'.
 PACKAGES = {
     "asyncsdk": [*asyncsdk.__all__, *(f"telemetry.{n}" for n in asyncsdk.telemetry.__all__)],
-    "webhooks": [*webhooks.__all__, *(f"asgi.{n}" for n in webhooks.asgi.__all__)],
+    "webhooks": [
+        *webhooks.__all__,
+        *(f"asgi.{n}" for n in webhooks.asgi.__all__),
+        *(f"stores.{n}" for n in webhooks.stores.__all__),
+    ],
 }
 #: A phrase of the docstring of each package's main class, as the reference must show it.
 DOCSTRING_TEXT = {

@@ -1,8 +1,8 @@
 """A receiver of another sender's events, for the crash tests:
-``python event_receiver_script.py BACKEND WHERE NAME RECORD MODE``.
+``python event_receiver_script.py STORE PLACE NAMESPACE NAME RECORD MODE``.
 
-BACKEND ``sqlite`` (WHERE: the file), ``redis`` (WHERE: ``url prefix``) or ``postgres`` (WHERE:
-``dsn schema``).  MODE ``block``: handlers never finish (the process is to be killed mid-work).
+STORE names a row of ``webhooks.stores.STORES``; PLACE and NAMESPACE are its (tests'
+``Place.argv()``).  MODE ``block``: handlers never finish (the process is to be killed mid-work).
 MODE ``record``: handlers append ``message_id type`` lines to RECORD.
 MODE ``atomic``: an ``atomic=True`` handler appends ``run message_id`` to RECORD and queues one
 increment of the message's count in the store (Redis: the hash ``<prefix>test:effects``;
@@ -24,43 +24,26 @@ from aiohttp import web
 from node_process import serve_until_terminated
 from receiver_script import append
 
-from webhooks import (
-    EventReceiver,
-    Inbox,
-    PostgresInbox,
-    RedisInbox,
-    SQLiteInbox,
-    StandardWebhooksVerifier,
-    WebhookEvent,
-)
+from webhooks import EventReceiver, StandardWebhooksVerifier, WebhookEvent
+from webhooks.stores import store_named
 
 SECRET = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"  # 24 bytes of key, base64
 
 
-def inbox_for(backend: str, where: str) -> Inbox:
-    if backend == "sqlite":
-        return SQLiteInbox(where, claim_timeout=0.5)
-    location, namespace = where.split(" ")
-    if backend == "redis":
-        return RedisInbox(location, prefix=namespace, claim_timeout=0.5)
-    return PostgresInbox(location, schema=namespace, claim_timeout=0.5)
-
-
-async def main(backend: str, where: str, name: str, record: str, mode: str) -> None:
+async def main(store: str, place: str, namespace: str, name: str, record: str, mode: str) -> None:
     receiver = EventReceiver(
-        inbox=inbox_for(backend, where),
+        inbox=store_named(store).open_inbox(place, namespace, claim_timeout=0.5),
         verifier=StandardWebhooksVerifier(SECRET),
         poll_interval=0.05,
         drain_timeout=0.1,
     )
 
     if mode.startswith("atomic"):
-        namespace = where.split(" ")[1]
 
         @receiver.on_any(atomic=True)
         async def count(event: WebhookEvent, writes: Any) -> None:
             append(record, f"run {event.id}\n")
-            if backend == "redis":
+            if store == "redis":
                 writes.call("HINCRBY", f"{namespace}test:effects", event.id, 1)
             else:
                 writes.execute(
@@ -85,4 +68,4 @@ async def main(backend: str, where: str, name: str, record: str, mode: str) -> N
 
 
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:6]))
+    asyncio.run(main(*sys.argv[1:7]))

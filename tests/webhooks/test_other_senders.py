@@ -29,23 +29,22 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from codeblocks import run_block
 from node_process import node_running
+from store_places import Place, place_for
 from whtools import JSON, TOKEN, encode, eventually, idle, payload, recorded, serve, wait_until
 
 from asyncsdk import ConfigurationError, ProcessCompleted
 from webhooks import (
     EventReceiver,
-    Inbox,
     MemoryInbox,
-    PostgresInbox,
     ReceiverTelemetry,
     RedactingAccessLogger,
-    RedisInbox,
     SQLiteInbox,
     StandardWebhooksVerifier,
     TokenVerifier,
     WebhookEvent,
     WebhookReceiver,
 )
+from webhooks.stores import store_named
 
 SCRIPT = Path(__file__).with_name("event_receiver_script.py")
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,30 +92,6 @@ def envelope(event_type: str, **data: Any) -> bytes:
     return json.dumps(body, ensure_ascii=False).encode()
 
 
-@pytest.fixture(
-    params=[
-        "memory",
-        "sqlite",
-        pytest.param("redis", marks=pytest.mark.redis),
-        pytest.param("postgres", marks=pytest.mark.postgres),
-    ]
-)
-def new_inbox(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Inbox]:
-    """A fresh inbox on each backend, in a file, prefix or schema of the test's own."""
-    backend = request.param
-    if backend == "memory":
-        return MemoryInbox
-    if backend == "sqlite":
-        return lambda: SQLiteInbox(tmp_path / "events.sqlite3")
-    if backend == "redis":
-        url = request.getfixturevalue("redis_url")
-        prefix = request.getfixturevalue("redis_prefix")
-        return lambda: RedisInbox(url, prefix=prefix)
-    dsn = request.getfixturevalue("postgres_dsn")
-    schema = request.getfixturevalue("postgres_schema")
-    return lambda: PostgresInbox(dsn, schema=schema)
-
-
 class Seen:
     """A handler that records the events it gets."""
 
@@ -133,10 +108,10 @@ class Seen:
 
 @pytest.mark.parametrize("sign", SENDERS)
 async def test_a_sender_library_s_deliveries_are_stored_once_and_handled_by_type(
-    new_inbox: Callable[[], Inbox], sign: Sign
+    store_place: Place, sign: Sign
 ) -> None:
     receiver = EventReceiver(
-        inbox=new_inbox(), verifier=StandardWebhooksVerifier(SECRET), poll_interval=0.05
+        inbox=store_place.inbox(), verifier=StandardWebhooksVerifier(SECRET), poll_interval=0.05
     )
     paid, every = Seen(), Seen()
     receiver.on("invoice.paid")(paid)
@@ -190,10 +165,10 @@ async def test_a_sender_library_s_deliveries_are_stored_once_and_handled_by_type
 
 
 async def test_a_failing_handler_is_retried_then_dead_lettered_and_replayed(
-    new_inbox: Callable[[], Inbox],
+    store_place: Place,
 ) -> None:
     receiver = EventReceiver(
-        inbox=new_inbox(),
+        inbox=store_place.inbox(),
         verifier=StandardWebhooksVerifier(SECRET),
         poll_interval=0.05,
         retry_base=0.01,
@@ -336,36 +311,17 @@ async def test_a_generic_receiver_takes_no_option_of_the_service_s_events() -> N
 
 @asynccontextmanager
 async def event_receiver_process(
-    tmp_path: Path, backend: str, where: str, name: str, mode: str
+    tmp_path: Path, place: Place, name: str, mode: str
 ) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
-    args = (backend, where, name, str(tmp_path / "record.txt"), mode)
+    args = (*place.argv(), name, str(tmp_path / "record.txt"), mode)
     async with node_running(SCRIPT, *args, name=name) as (proc, port):
         yield proc, f"http://127.0.0.1:{port}/events/"
 
 
-@pytest.fixture(
-    params=[
-        "sqlite",
-        pytest.param("redis", marks=pytest.mark.redis),
-        pytest.param("postgres", marks=pytest.mark.postgres),
-    ]
-)
-def durable_store(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
-    """A durable backend and where its inbox lives, as event_receiver_script.py takes them."""
-    if request.param == "sqlite":
-        return "sqlite", str(tmp_path / "inbox.sqlite3")
-    if request.param == "redis":
-        url = request.getfixturevalue("redis_url")
-        return "redis", f"{url} {request.getfixturevalue('redis_prefix')}"
-    dsn = request.getfixturevalue("postgres_dsn")
-    return "postgres", f"{dsn} {request.getfixturevalue('postgres_schema')}"
-
-
 @pytest.mark.slow
 async def test_each_message_is_handled_once_across_a_sigkill_and_a_restart(
-    tmp_path: Path, durable_store: tuple[str, str]
+    tmp_path: Path, durable_place: Place
 ) -> None:
-    backend, where = durable_store
     bodies = {"msg_a": envelope("invoice.paid", n=1), "msg_b": envelope("invoice.voided", n=2)}
 
     async def deliver(url: str, msg_id: str) -> str:
@@ -376,7 +332,7 @@ async def test_each_message_is_handled_once_across_a_sigkill_and_a_restart(
             return str((await response.json())["status"])
 
     async with aiohttp.ClientSession() as session:
-        async with event_receiver_process(tmp_path, backend, where, "first", "block") as (
+        async with event_receiver_process(tmp_path, durable_place, "first", "block") as (
             proc,
             url,
         ):
@@ -385,7 +341,7 @@ async def test_each_message_is_handled_once_across_a_sigkill_and_a_restart(
             assert await proc.wait() == -signal.SIGKILL
         assert recorded(tmp_path) == []
 
-        async with event_receiver_process(tmp_path, backend, where, "second", "record") as (
+        async with event_receiver_process(tmp_path, durable_place, "second", "record") as (
             proc,
             url,
         ):
@@ -408,21 +364,18 @@ async def test_each_message_is_handled_once_across_a_sigkill_and_a_restart(
         pytest.param("postgres", marks=pytest.mark.postgres),
     ]
 )
-def atomic_store(request: pytest.FixtureRequest) -> tuple[str, str]:
-    """A backend whose inbox applies handlers' writes with the ack, and where its inbox lives."""
-    if request.param == "redis":
-        url = request.getfixturevalue("redis_url")
-        return "redis", f"{url} {request.getfixturevalue('redis_prefix')}"
-    dsn = request.getfixturevalue("postgres_dsn")
-    return "postgres", f"{dsn} {request.getfixturevalue('postgres_schema')}"
+def atomic_store(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
+    """A store whose inbox applies handlers' writes with the ack (each writes its own way: see
+    :func:`effects_of`), with a fresh place."""
+    return place_for(store_named(request.param), request, tmp_path)
 
 
 @asynccontextmanager
-async def effects_of(backend: str, where: str) -> AsyncIterator[Callable[[], Any]]:
+async def effects_of(store: Place) -> AsyncIterator[Callable[[], Any]]:
     """A reader of the effects the handlers' writes had, by message id, in the store itself
     (for PostgreSQL, in the ``effects`` table it creates)."""
-    location, namespace = where.split(" ")
-    if backend == "redis":
+    location, namespace = store.place, store.namespace
+    if store.store.name == "redis":
         import redis.asyncio
 
         client = redis.asyncio.Redis.from_url(location)
@@ -456,14 +409,13 @@ async def effects_of(backend: str, where: str) -> AsyncIterator[Callable[[], Any
 
 @pytest.mark.slow
 async def test_a_process_killed_between_an_atomic_handler_and_its_ack_leaves_one_effect(
-    tmp_path: Path, atomic_store: tuple[str, str]
+    tmp_path: Path, atomic_store: Place
 ) -> None:
     """SIGKILL after the handler queued its writes: the restarted receiver runs it again and
     applies its writes; the killed run applied none.  The effect happens once per message id."""
-    backend, where = atomic_store
     body = envelope("invoice.paid", invoice="in_k")
-    async with effects_of(backend, where) as effects, aiohttp.ClientSession() as session:
-        async with event_receiver_process(tmp_path, backend, where, "doomed", "atomic-die") as (
+    async with effects_of(atomic_store) as effects, aiohttp.ClientSession() as session:
+        async with event_receiver_process(tmp_path, atomic_store, "doomed", "atomic-die") as (
             proc,
             url,
         ):
@@ -475,7 +427,7 @@ async def test_a_process_killed_between_an_atomic_handler_and_its_ack_leaves_one
         assert recorded(tmp_path) == ["run msg_k"]
         assert await effects() == {}
 
-        async with event_receiver_process(tmp_path, backend, where, "heir", "atomic") as (
+        async with event_receiver_process(tmp_path, atomic_store, "heir", "atomic") as (
             proc,
             url,
         ):

@@ -8,18 +8,17 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from store_places import place_for, store_params
 from whtools import HOOK, JSON, Recorder, encode, idle, make_receiver, payload, serve, wait_until
 
 from asyncsdk import ProcessCompleted
-from webhooks import RECEIVER_KEY, Inbox, MemoryInbox, SQLiteInbox
+from webhooks import RECEIVER_KEY, Inbox
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-async def inbox(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Inbox]:
-    if request.param == "memory":
-        yield MemoryInbox()
-    else:
-        yield SQLiteInbox(tmp_path / "hooks.sqlite3")
+@pytest.fixture(params=store_params(shared=False))
+async def inbox(request: pytest.FixtureRequest, tmp_path: Path) -> Inbox:
+    """Each store one process owns (the shared ones have suites of their own)."""
+    return place_for(request.param, request, tmp_path).inbox()
 
 
 async def test_a_delivery_is_acked_then_handled(inbox: Inbox) -> None:

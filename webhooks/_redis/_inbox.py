@@ -501,6 +501,16 @@ class RedisInbox:
             self._announced = True
             logger.info(start_line(persistence, where(self._redis), None))
 
+    async def exists(self) -> bool:
+        """Whether anything is stored under the prefix, asked without writing anything (a
+        receiver's keys appear with its first delivery)."""
+        self._check_open()
+        with translate_errors(InboxUnavailableError, InboxError, "inbox exists", self._redis):
+            # The prefix holds no glob character (checked when the inbox is made).
+            async for _ in self._redis.scan_iter(match=self.prefix + "*", count=1000):
+                return True
+        return False
+
     async def close(self) -> None:
         """Release the connections (if this inbox opened them).  Entries stay in Redis."""
         if self._closed:

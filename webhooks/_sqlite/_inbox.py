@@ -307,6 +307,11 @@ class SQLiteInbox:
 
         await self._db.submit(op, db.READ)
 
+    async def exists(self) -> bool:
+        """Whether the file is there, asked without creating it (as every other method does at
+        its first use)."""
+        return self.path.is_file()
+
     async def close(self) -> None:
         """Run everything already queued, then close the connection and end the thread."""
         await self._db.close()
