@@ -9,19 +9,18 @@ from benchmarks._env import median
 from benchmarks._plan import Plan
 from benchmarks._procs import which
 from benchmarks._receiver_bench import UVICORN
-from benchmarks._receiver_run import NAMES, backend, receiver_once
+from benchmarks._receiver_run import NAMES, receiver_once
 from benchmarks._shared import (
     Section,
     fmt,
     paired,
-    postgres_problem,
-    redis_problem,
     runs_of,
     table,
     workdir,
 )
+from benchmarks._stores import STORE_NAMES, problems, server_of
 
-STORES: Final = ("memory", "sqlite", "redis", "postgres")
+STORES: Final = STORE_NAMES
 HEADER: Final = (
     "store",
     "served by",
@@ -79,12 +78,11 @@ def _row(
 
 def run_asgi(plan: Plan) -> Section:
     section = Section("asgi", "7. The receiver under uvicorn beside aiohttp")
-    problems = {"redis": redis_problem(), "postgres": postgres_problem()}
-    reasons = {server: problem for server, problem in problems.items() if problem}
+    reasons = problems()
     if (problem := _uvicorn_problem()) is not None:
         section.lines.append(f"Not run: {problem}.")
         return section
-    stores = [store for store in STORES if backend(store) not in reasons]
+    stores = [store for store in STORES if server_of(store) not in reasons]
     top = max(plan.receiver_connections)
     results: dict[tuple[str, str], list[dict[str, Any]]] = {}
     with workdir("bench-asgi-") as folder:
@@ -98,7 +96,7 @@ def run_asgi(plan: Plan) -> Section:
     generator = "wrk" if which("wrk") else "python"
     for store in STORES:
         if store not in stores:
-            reason = reasons.get(backend(store), "?")
+            reason = reasons.get(server_of(store), "?")
             rows.append([NAMES[store], "", f"not run: {reason}", *[""] * 7])
             continue
         aiohttp, uvicorn = results[(store, store)], results[(store, store + UVICORN)]

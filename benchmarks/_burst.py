@@ -27,12 +27,13 @@ from benchmarks._env import median, percentile
 from benchmarks._plan import Plan
 from benchmarks._procs import run_job
 from benchmarks._receiver_bench import body_for
-from benchmarks._receiver_run import NAMES, backend, receiver_server
+from benchmarks._receiver_run import NAMES, receiver_server
 from benchmarks._shared import Goal, fmt, table
+from benchmarks._stores import STORE_NAMES, server_of
 
 __all__ = ["STORES", "burst", "send"]
 
-STORES: Final = ("memory", "sqlite", "redis", "postgres")
+STORES: Final = STORE_NAMES
 _RESENDS: Final = 30
 """Rounds of resending what was answered 503 before the sender gives up on it."""
 QUEUE_SHARE: Final = 5
@@ -192,7 +193,7 @@ def burst(
             " Retry-After, none lost"
         )
         if not runs:
-            reason = reasons.get(backend(store), "?")
+            reason = reasons.get(server_of(store), "?")
             rows.append([NAMES[store], f"not run: {reason}", *[""] * 7])
             found.append(Goal("receiver", title, "not run", target, None))
             continue

@@ -161,3 +161,13 @@ def versions() -> dict[str, str]:
         "Redis server": _redis_server(),
         "wrk": _wrk_version(),
     }
+
+
+async def imported_from(_io: object) -> dict[str, str]:
+    """Where a helper process found ``asyncsdk`` and ``webhooks`` (see
+    ``benchmarks.sidebyside.check_baseline``): a helper in a module that imports neither at its
+    top, so that a tree of any age can run it."""
+    import asyncsdk
+    import webhooks
+
+    return {"asyncsdk": str(asyncsdk.__file__), "webhooks": str(webhooks.__file__)}

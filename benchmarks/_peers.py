@@ -41,7 +41,15 @@ from typing import Any, Final
 import attrs
 from aiohttp import web
 
-PEERS: Final = ("bare", "memory-peer", "sqlite-peer", "redis-peer", "postgres-peer")
+PEERS: Final = {
+    "bare": "bare aiohttp handler",
+    "memory-peer": "hand-written handler + asyncio.Queue",
+    "sqlite-peer": "hand-written handler + SQLite",
+    "redis-peer": "hand-written handler + Redis",
+    "postgres-peer": "hand-written handler + PostgreSQL",
+}
+"""Each hand-written handler, by the name the report gives it: ``<store>-peer`` does by hand
+what the receiver on that store does (a store without one has no CPU goal against a peer)."""
 DEDUP_RETENTION: Final = 7 * 24 * 3600
 """Seconds a dedup key is kept: the inbox's default retention."""
 POOL_SIZE: Final = 32
@@ -232,12 +240,11 @@ def add_peer(
     *,
     token: str,
     workdir: Path,
-    redis_url: str,
-    prefix: str,
-    postgres_dsn: str = "",
-    schema: str = "",
+    place: str,
+    namespace: str,
 ) -> None:
-    """Route ``POST /hooks/<token>`` on ``app`` to ``peer`` (one of :data:`PEERS`)."""
+    """Route ``POST /hooks/<token>`` on ``app`` to ``peer`` (one of :data:`PEERS`), on its
+    store's ``place`` (Redis URL, PostgreSQL DSN) under ``namespace`` (prefix, schema)."""
     if peer == "bare":
         app.router.add_post(f"/hooks/{token}", _bare)
         return
@@ -249,9 +256,9 @@ def add_peer(
     elif peer == "sqlite-peer":
         store = _sqlite_store(app, workdir / "peer.db")
     elif peer == "redis-peer":
-        store = _redis_store(app, redis_url, prefix)
+        store = _redis_store(app, place, namespace)
     elif peer == "postgres-peer":
-        postgres = _PostgresPeer(postgres_dsn, schema)
+        postgres = _PostgresPeer(place, namespace)
         app.cleanup_ctx.append(postgres.open)
         store = postgres.store
     else:

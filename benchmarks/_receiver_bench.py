@@ -124,10 +124,8 @@ async def serve(
     *,
     store: str,
     workdir: str,
-    redis_url: str,
-    prefix: str,
-    postgres_dsn: str = "",
-    schema: str = "",
+    place: str = "",
+    namespace: str = "",
     observed: str = "",
     recorded: bool = False,
     queue_limit: int = 0,
@@ -151,10 +149,8 @@ async def serve(
             store,
             token=TOKEN,
             workdir=Path(workdir),
-            redis_url=redis_url,
-            prefix=prefix,
-            postgres_dsn=postgres_dsn,
-            schema=schema,
+            place=place,
+            namespace=namespace,
         )
     else:
         from webhooks import TokenVerifier, WebhookReceiver
@@ -164,7 +160,7 @@ async def serve(
         if not recorded:
             limits = {"queue_limit": QUEUE_LIMIT}
         mounted = WebhookReceiver(
-            inbox=_inbox(store, Path(workdir), redis_url, prefix, postgres_dsn, schema),
+            inbox=_inbox(store, place, namespace),
             verifier=TokenVerifier(TOKEN),
             **limits,
             drain_timeout=0.5,
@@ -197,21 +193,27 @@ async def serve(
     )
 
 
-def _inbox(
-    store: str, workdir: Path, redis_url: str, prefix: str, postgres_dsn: str, schema: str
-) -> Any:
-    """The receiver's inbox for ``store``, looked up only when asked for: an older tree without
-    one of them (``benchmarks.sidebyside``) still serves the others."""
+def _inbox(store: str, place: str, namespace: str) -> Any:
+    """The receiver's inbox for ``store`` at ``place``, under ``namespace``."""
+    try:
+        from webhooks.stores import store_named
+    except ImportError:  # a tree from before the table (benchmarks.sidebyside, --baseline)
+        return _inbox_before_the_table(store, place, namespace)
+    return store_named(store).open_inbox(place, namespace)
+
+
+def _inbox_before_the_table(store: str, place: str, namespace: str) -> Any:
+    """What :data:`webhooks.stores.STORES` opens, for a tree without it."""
     import webhooks
 
     if store == "memory":
         return webhooks.MemoryInbox()
     if store == "sqlite":
-        return webhooks.SQLiteInbox(workdir / "inbox.db")
+        return webhooks.SQLiteInbox(place)
     if store == "redis":
-        return webhooks.RedisInbox(redis_url, prefix=prefix)
+        return webhooks.RedisInbox(place, prefix=namespace)
     if store == "postgres":
-        return webhooks.PostgresInbox(postgres_dsn, schema=schema)
+        return webhooks.PostgresInbox(place, schema=namespace)
     raise ValueError(f"unknown store {store!r}")
 
 

@@ -11,33 +11,26 @@ from pathlib import Path
 from typing import Any, Final
 
 from benchmarks import _plan as goals
-from benchmarks._env import POSTGRES_DSN, REDIS_URL
 from benchmarks._load import run_load
+from benchmarks._peers import PEERS
 from benchmarks._plan import Plan
 from benchmarks._procs import SERVER_CPU, Child
-from benchmarks._shared import drop_prefix, drop_schema, new_prefix, new_schema
+from benchmarks._stores import (
+    STORE_NAMES,
+    StorePlace,
+    drop_place,
+    new_place,
+    receiver_name,
+    store_of,
+)
 
 Load = tuple[str, int, int | None]
 """A load: its label, its connections, and the pause of a paced one (ms; None: flat out)."""
-Place = tuple[str, str, Path]
-"""Where an inbox lives: its Redis prefix, its PostgreSQL schema, its SQLite folder."""
-NAMES: Final = {
-    "bare": "bare aiohttp handler",
-    "memory-peer": "hand-written handler + asyncio.Queue",
-    "sqlite-peer": "hand-written handler + SQLite",
-    "redis-peer": "hand-written handler + Redis",
-    "postgres-peer": "hand-written handler + PostgreSQL",
-    "memory": "receiver + MemoryInbox",
-    "sqlite": "receiver + SQLiteInbox",
-    "redis": "receiver + RedisInbox",
-    "postgres": "receiver + PostgresInbox",
-}
-PEER_OF: Final = {
-    "memory": "memory-peer",
-    "sqlite": "sqlite-peer",
-    "redis": "redis-peer",
-    "postgres": "postgres-peer",
-}
+Kept = tuple[StorePlace, Path]
+"""An inbox kept across servers: where it lives, and the server's folder beside it."""
+NAMES: Final = {**PEERS, **{store: receiver_name(store) for store in STORE_NAMES}}
+"""How the report names each server: the hand-written handlers, the receiver on each store."""
+PEER_OF: Final = {store: store + "-peer" for store in STORE_NAMES if store + "-peer" in PEERS}
 """The handler each receiver's CPU per request is held against: the same work by hand."""
 
 
@@ -56,37 +49,32 @@ def receiver_loads(plan: Plan) -> list[Load]:
     return loads
 
 
-def backend(store: str) -> str:
-    """The server a variant needs: ``redis`` or ``postgres``, else ``""``."""
-    return "redis" if "redis" in store else "postgres" if "postgres" in store else ""
-
-
 @contextlib.contextmanager
 def receiver_server(
     store: str,
     folder: Path,
-    place: Place | None = None,
+    kept: Kept | None = None,
     packages: Path | None = None,
     **options: Any,
 ) -> Iterator[tuple[Child, str]]:
-    """A fresh server of ``store`` (``_receiver_bench:serve`` with ``options``) for the block:
-    the child and the URL to post to.  The inbox is a new one, dropped after, unless ``place``
-    names an existing one (kept).  ``packages``: as for :class:`~benchmarks._procs.Child`."""
-    if place is None:
+    """A fresh server of ``store`` (a store's name, or a peer of :data:`NAMES`;
+    ``_receiver_bench:serve`` with ``options``) for the block: the child and the URL to post to.
+    The inbox is a new one, dropped after, unless ``kept`` names an existing one (kept).
+    ``packages``: as for :class:`~benchmarks._procs.Child`."""
+    if kept is None:
         server_dir = folder / uuid.uuid4().hex[:10]
         server_dir.mkdir()
-        prefix, schema = new_prefix("inbox"), new_schema("inbox")
+        on = store_of(store)
+        place = new_place(on, server_dir, "inbox") if on else ("", "")
     else:
-        prefix, schema, server_dir = place
+        place, server_dir = kept
     child = Child(
         "_receiver_bench:serve",
         {
             "store": store,
             "workdir": str(server_dir),
-            "redis_url": REDIS_URL,
-            "prefix": prefix,
-            "postgres_dsn": POSTGRES_DSN,
-            "schema": schema,
+            "place": place[0],
+            "namespace": place[1],
             **options,
         },
         cpu=SERVER_CPU,
@@ -96,10 +84,8 @@ def receiver_server(
         yield child, child.ready()["url"]
     finally:
         child.stop()
-        if place is None:
-            drop_prefix(prefix)
-            if backend(store) == "postgres":
-                drop_schema(schema)
+        if kept is None and store_of(store):
+            drop_place(store_of(store), place)
 
 
 def receiver_once(
@@ -108,14 +94,14 @@ def receiver_once(
     store: str,
     connections: int,
     delay_ms: int | None,
-    place: Place | None = None,
+    kept: Kept | None = None,
     observed: str = "",
     packages: Path | None = None,
 ) -> dict[str, Any]:
     """One fresh server (:func:`receiver_server`), a warm-up, one measured load; the load
     generator's figures plus the server's CPU and counters over the measured part."""
     run = uuid.uuid4().hex[:10]
-    with receiver_server(store, folder, place, packages, observed=observed) as (child, url):
+    with receiver_server(store, folder, kept, packages, observed=observed) as (child, url):
         run_load(url, connections, plan.receiver_warmup_seconds, folder, "w" + run, delay_ms)
         child.send("mark")
         child.recv()

@@ -12,13 +12,13 @@ import attrs
 from benchmarks import _plan as goals
 from benchmarks._burst import STORES, burst
 from benchmarks._env import median
+from benchmarks._peers import PEERS
 from benchmarks._plan import Plan
 from benchmarks._procs import which
 from benchmarks._receiver_run import (
     NAMES,
     PEER_OF,
     Load,
-    backend,
     paced_delay,
     receiver_loads,
     receiver_once,
@@ -30,30 +30,21 @@ from benchmarks._shared import (
     fmt,
     met_if_measured,
     paired,
-    postgres_problem,
-    redis_problem,
     runs_of,
     table,
     workdir,
 )
+from benchmarks._stores import DURABLE as DURABLE_STORES
+from benchmarks._stores import STORE_NAMES, problems, server_of
 
 Results = dict[tuple[str, str], list[dict[str, Any]]]
 """The measurements of each (load label, server), one per round, in round order."""
 
-VARIANTS: Final = (
-    "bare",
-    "memory-peer",
-    "sqlite-peer",
-    "redis-peer",
-    "postgres-peer",
-    "memory",
-    "sqlite",
-    "redis",
-    "postgres",
-)
+VARIANTS: Final = (*PEERS, *STORE_NAMES)
 """The servers: the bare handler, the hand-written peers of ``_peers.py``, the receivers."""
-DURABLE: Final = ("sqlite", "redis", "postgres")
-"""The receivers whose CPU per delivery is held against their peer's (a goal)."""
+DURABLE: Final = tuple(store for store in DURABLE_STORES if store in PEER_OF)
+"""The receivers on a durable store whose CPU per delivery is held against their peer's (a
+goal)."""
 REFUSED: Final = "refused: load generator saturated"
 
 
@@ -120,7 +111,7 @@ def _row(results: Results, load: Load, store: str, reasons: dict[str, str]) -> l
     name = NAMES[store]
     runs = results.get((label, store))
     if not runs:
-        return [label, name, "not run: " + reasons.get(backend(store), "?"), *[""] * 10]
+        return [label, name, "not run: " + reasons.get(server_of(store), "?"), *[""] * 10]
     rps = _median(results, label, store, "rps")
     vs_bare = _rps_vs_bare(results, label, store)
     vs_peer = (
@@ -205,9 +196,8 @@ HEADER: Final = (
 
 def run_receiver(plan: Plan) -> Section:
     section = Section("receiver", "3. Receiver: process.completed POSTs")
-    problems = {"redis": redis_problem(), "postgres": postgres_problem()}
-    reasons = {server: problem for server, problem in problems.items() if problem}
-    runnable = [store for store in VARIANTS if backend(store) not in reasons]
+    reasons = problems()
+    runnable = [store for store in VARIANTS if server_of(store) not in reasons]
     top, pause = max(plan.receiver_connections), paced_delay(plan)
     loads = [load for load in receiver_loads(plan) if load[2] is None]
     results, generator = _measure(plan, runnable, loads)

@@ -43,20 +43,12 @@ from typing import Final
 
 import aiohttp
 
-from benchmarks._env import POSTGRES_DSN, REDIS_URL, git_revision
+from benchmarks._env import git_revision
 from benchmarks._procs import Child, serving
 from benchmarks._receiver_bench import body_for
-from benchmarks._receiver_run import NAMES, PEER_OF, backend
-from benchmarks._shared import (
-    drop_prefix,
-    drop_schema,
-    fmt,
-    new_prefix,
-    new_schema,
-    postgres_problem,
-    redis_problem,
-    table,
-)
+from benchmarks._receiver_run import NAMES, PEER_OF
+from benchmarks._shared import fmt, table
+from benchmarks._stores import STORE_NAMES, drop_place, new_place, problems, server_of, store_of
 from benchmarks.sidebyside import baseline_packages
 
 DEFAULT_VARIANTS: Final = ("bare", "memory-peer", "memory", "sqlite-peer", "sqlite")
@@ -79,7 +71,7 @@ RAW_OF: Final = {
     "client-get": "aiohttp-get",
 }
 ALL_NAMES: Final = {**NAMES, **{variant: name for variant, (_, _, name) in CLIENTS.items()}}
-GATE_VARIANTS: Final = ("client-create", "client-get", "memory", "sqlite", "redis", "postgres")
+GATE_VARIANTS: Final = ("client-create", "client-get", *STORE_NAMES)
 """What the gate holds to its baseline: this project's code, on every store."""
 GATE_REQUESTS: Final = 300
 """Requests (deliveries) per variant of the gate: enough for a count steady to a percent or two,
@@ -164,18 +156,12 @@ def count(variant: str, requests: int, folder: Path, packages: Path | None = Non
     """Instructions per delivery of one server of ``variant``."""
     run = uuid.uuid4().hex[:10]
     out = folder / f"{variant}-{run}.callgrind"
-    prefix, schema = new_prefix("instr"), new_schema("instr")
     (folder / run).mkdir()
+    on = store_of(variant)
+    place = new_place(on, folder / run, "instr") if on else ("", "")
     child = Child(
         "_receiver_bench:serve",
-        {
-            "store": variant,
-            "workdir": str(folder / run),
-            "redis_url": REDIS_URL,
-            "prefix": prefix,
-            "postgres_dsn": POSTGRES_DSN,
-            "schema": schema,
-        },
+        {"store": variant, "workdir": str(folder / run), "place": place[0], "namespace": place[1]},
         packages=packages,
         wrapper=callgrind_wrapper(out),
     )
@@ -187,10 +173,8 @@ def count(variant: str, requests: int, folder: Path, packages: Path | None = Non
         _callgrind(child.pid, "--dump")
     finally:
         child.stop()
-        if backend(variant) == "redis":
-            drop_prefix(prefix)
-        if backend(variant) == "postgres":
-            drop_schema(schema)
+        if on:
+            drop_place(on, place)
     if refused:
         raise SystemExit(f"{variant}: {refused} deliveries not answered 200")
     return counted_instructions(out) / requests
@@ -333,8 +317,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown variant(s) {', '.join(unknown)}; choose from {', '.join(ALL_NAMES)}")
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         parser.error("valgrind is needed: apt-get install valgrind")
-    for server, problem in (("redis", redis_problem()), ("postgres", postgres_problem())):
-        if problem and any(backend(v) == server for v in variants):
+    for server, problem in problems().items():
+        if any(server_of(v) == server for v in variants):
             parser.error(f"the {server} variants need their server: {problem}")
     with tempfile.TemporaryDirectory(prefix="bench-instructions-") as tmp:
         folder = Path(tmp)

@@ -111,7 +111,7 @@ def measure(variant: str, deliveries: int, folder: Path) -> dict[str, float]:
     with own_redis(folder / run) as url:
         child = Child(
             "_receiver_bench:serve",
-            {"store": variant, "workdir": str(folder / run), "redis_url": url, "prefix": "cpu:"},
+            {"store": variant, "workdir": str(folder / run), "place": url, "namespace": "cpu:"},
         )
         try:
             address = child.ready()["url"]

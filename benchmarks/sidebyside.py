@@ -34,7 +34,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
-from benchmarks._child import ChildIO
 from benchmarks._env import git_revision, median
 from benchmarks._plan import MIB, Plan, make_plan
 from benchmarks._procs import ROOT, run_job, serving, which
@@ -74,18 +73,10 @@ def baseline_packages(ref: str) -> Iterator[tuple[Path, str]]:
         _git("worktree", "prune")  # forgets the worktree whose folder is gone
 
 
-async def imported_from(io: ChildIO) -> dict[str, str]:
-    """Where a helper process found ``asyncsdk`` and ``webhooks`` (see :func:`check_baseline`)."""
-    import asyncsdk
-    import webhooks
-
-    return {"asyncsdk": str(asyncsdk.__file__), "webhooks": str(webhooks.__file__)}
-
-
 def check_baseline(packages: Path) -> None:
     """Refuse to go on unless a helper process given ``packages`` imports the baseline's
     ``asyncsdk`` and ``webhooks``: else both columns would measure this tree."""
-    found = run_job("sidebyside:imported_from", {}, cpu=None, packages=packages)
+    found = run_job("_env:imported_from", {}, cpu=None, packages=packages)
     for name, file in found.items():
         expected = (packages / name).resolve()
         if not Path(file).resolve().is_relative_to(expected):

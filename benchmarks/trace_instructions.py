@@ -58,8 +58,6 @@ def receiver(variant: str, requests: int, folder: Path) -> float:
     job = {
         "store": "memory",
         "workdir": str(folder / run),
-        "redis_url": "",
-        "prefix": "",
         "observed": "" if variant == "off" else variant,
     }
     child = Child("_receiver_bench:serve", job, wrapper=callgrind_wrapper(out))

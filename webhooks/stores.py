@@ -61,6 +61,8 @@ class Store(Generic[I]):
     """The inbox at a place, under a namespace."""
     exists: Callable[[I], Awaitable[bool]]
     """Whether a receiver's inbox is at the inbox's place, asked without creating one."""
+    inbox_type: type[I]
+    """The class of its inbox."""
     extra: str = ""
     """The package extra its driver comes with (``pip install 'asyncsdk[redis]'``); ``""``:
     none."""
@@ -125,6 +127,7 @@ STORES: Final[tuple[Store[Any], ...]] = (
         example="",
         open_inbox=_memory,
         exists=_always,
+        inbox_type=MemoryInbox,
     ),
     Store(
         name="sqlite",
@@ -133,6 +136,7 @@ STORES: Final[tuple[Store[Any], ...]] = (
         example="hooks.sqlite3",
         open_inbox=_sqlite,
         exists=SQLiteInbox.exists,
+        inbox_type=SQLiteInbox,
     ),
     Store(
         name="redis",
@@ -141,6 +145,7 @@ STORES: Final[tuple[Store[Any], ...]] = (
         example="redis://host:6379/0",
         open_inbox=_redis,
         exists=RedisInbox.exists,
+        inbox_type=RedisInbox,
         extra="redis",
         server="redis",
         namespace="prefix",
@@ -155,6 +160,7 @@ STORES: Final[tuple[Store[Any], ...]] = (
         example="postgresql://host/db",
         open_inbox=_postgres,
         exists=PostgresInbox.exists,
+        inbox_type=PostgresInbox,
         extra="postgres",
         server="postgres",
         namespace="schema",

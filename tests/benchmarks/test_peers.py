@@ -57,7 +57,7 @@ EXPECTED = [
 
 async def test_the_memory_peer_queues_each_event_once_for_its_workers(tmp_path: Path) -> None:
     app = web.Application()
-    add_peer(app, "memory-peer", token=TOKEN, workdir=tmp_path, redis_url="", prefix="")
+    add_peer(app, "memory-peer", token=TOKEN, workdir=tmp_path, place="", namespace="")
     peer = app[MEMORY_PEER]
     async with _serve(app) as base:
         assert await _deliver_twice_and_forge(base) == EXPECTED
@@ -68,7 +68,7 @@ async def test_the_memory_peer_queues_each_event_once_for_its_workers(tmp_path: 
 
 async def test_the_sqlite_peer_stores_each_event_once_in_a_wal_file(tmp_path: Path) -> None:
     app = web.Application()
-    add_peer(app, "sqlite-peer", token=TOKEN, workdir=tmp_path, redis_url="", prefix="")
+    add_peer(app, "sqlite-peer", token=TOKEN, workdir=tmp_path, place="", namespace="")
     async with _serve(app) as base:
         assert await _deliver_twice_and_forge(base) == EXPECTED
     db = sqlite3.connect(tmp_path / "peer.db")
@@ -86,7 +86,7 @@ async def test_the_redis_peer_claims_the_key_and_streams_the_event_once(
 ) -> None:
     app = web.Application()
     add_peer(
-        app, "redis-peer", token=TOKEN, workdir=tmp_path, redis_url=redis_url, prefix=redis_prefix
+        app, "redis-peer", token=TOKEN, workdir=tmp_path, place=redis_url, namespace=redis_prefix
     )
     async with _serve(app) as base:
         assert await _deliver_twice_and_forge(base) == EXPECTED
@@ -108,10 +108,8 @@ async def test_the_postgres_peer_inserts_each_event_once(
         "postgres-peer",
         token=TOKEN,
         workdir=tmp_path,
-        redis_url="",
-        prefix="",
-        postgres_dsn=postgres_dsn,
-        schema=postgres_schema,
+        place=postgres_dsn,
+        namespace=postgres_schema,
     )
     async with _serve(app) as base:
         assert await _deliver_twice_and_forge(base) == EXPECTED

@@ -29,15 +29,8 @@ from aiohttp import web
 from node_process import serve_until_terminated
 
 from asyncsdk import ProcessCompleted
-from webhooks import (
-    DeliveryInfo,
-    PostgresInbox,
-    PostgresWrites,
-    RedisInbox,
-    RedisWrites,
-    TokenVerifier,
-    WebhookReceiver,
-)
+from webhooks import DeliveryInfo, PostgresWrites, RedisWrites, TokenVerifier, WebhookReceiver
+from webhooks.stores import store_named
 
 METRICS_TOKEN = "metrics-" + "m3tr1c5" * 4
 HANDLER_SECONDS = 0.02
@@ -56,13 +49,8 @@ async def main(
 ) -> None:
     logging.basicConfig(format=f"node {name}: %(levelname)s %(name)s %(message)s")
     timeout = float(claim_timeout)
-    inbox: Any
-    if backend == "redis":
-        inbox = RedisInbox(url, prefix=where, claim_timeout=timeout)
-    else:
-        inbox = PostgresInbox(url, schema=where, claim_timeout=timeout)
     receiver = WebhookReceiver(
-        inbox=inbox,
+        inbox=store_named(backend).open_inbox(url, where, claim_timeout=timeout),
         verifier=TokenVerifier(token),
         workers=4,
         poll_interval=0.05,
