@@ -44,6 +44,7 @@ from webhooks._fetchback import KnownProcessFilter
 from webhooks._memory import MemoryInbox
 from webhooks._metrics import LatencyHistogram, Metrics
 from webhooks._observe import ReceiverTelemetry, describe_event
+from webhooks._options import ReceiverOptions
 from webhooks._parse import parse_delivery
 from webhooks._postgres import PostgresBackend, PostgresInbox, PostgresRegistry, PostgresWrites
 from webhooks._receiver import RECEIVER_KEY, WebhookReceiver
@@ -83,6 +84,7 @@ __all__ = [
     "PostgresRegistry",
     "PostgresWrites",
     "ProcessClient",
+    "ReceiverOptions",
     "ReceiverTelemetry",
     "RedactingAccessLogger",
     "RedisBackend",

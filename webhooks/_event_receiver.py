@@ -14,14 +14,16 @@ events (:class:`~webhooks.WebhookEvent`), with handlers by event type.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, TypeVar
+from typing import TypeVar, Unpack
 
 from asyncsdk import ConfigurationError
 from webhooks._contract import Inbox, Verifier
+from webhooks._core import ReceiverCore
 from webhooks._dispatch import names
 from webhooks._events import WebhookEvent
+from webhooks._handlers import TypeMatch
 from webhooks._kinds import DEFAULT_ID_HEADERS, DEFAULT_TIMESTAMP_HEADERS, SenderEvents
-from webhooks._receiver import ReceiverCore, TypeMatch
+from webhooks._options import SERVICE_ONLY, ReceiverOptions, receiver_options
 
 __all__ = ["EventReceiver"]
 
@@ -45,7 +47,7 @@ class EventReceiver(ReceiverCore[WebhookEvent]):
 
     ``verifier``: who may deliver (:class:`~webhooks.StandardWebhooksVerifier`, or your own
     :class:`~webhooks.Verifier` for another signing scheme).  ``options``: the limits and
-    settings of :class:`~webhooks.WebhookReceiver` (``max_body``, ``put_timeout``, ``workers``,
+    settings of :class:`~webhooks.ReceiverOptions` (``max_body``, ``put_timeout``, ``workers``,
     ``handler_timeout``, ``max_attempts``, ``queue_limit``, ``drain_timeout``, ``telemetry``,
     ``metrics_route``, ``health_routes``...), less those only the service's events have
     (``client``, ``registry``, ``process_filter``, ``fetch_timeout``, ``not_finished_delay``).
@@ -63,20 +65,15 @@ class EventReceiver(ReceiverCore[WebhookEvent]):
         id_header: str | Iterable[str] = DEFAULT_ID_HEADERS,
         timestamp_header: str | Iterable[str] | None = DEFAULT_TIMESTAMP_HEADERS,
         type_header: str | None = None,
-        **options: Any,
+        **options: Unpack[ReceiverOptions],
     ) -> None:
-        for only_theirs in (
-            "client",
-            "registry",
-            "process_filter",
-            "fetch_timeout",
-            "not_finished_delay",
-        ):
+        for only_theirs in SERVICE_ONLY:
             if only_theirs in options:
                 raise ConfigurationError(
                     f"{only_theirs}= is for the service's process.completed events: give it to"
                     " WebhookReceiver, and mount both receivers side by side"
                 )
+        checked = receiver_options(type(self).__name__, dict(options))
         if type_header is not None and not (isinstance(type_header, str) and type_header):
             raise ConfigurationError("type_header must be a header name or None")
         kind = SenderEvents(
@@ -88,7 +85,7 @@ class EventReceiver(ReceiverCore[WebhookEvent]):
             ),
             type_header=type_header,
         )
-        super().__init__(inbox=inbox, verifier=verifier, kind=kind, **options)
+        super().__init__(inbox=inbox, verifier=verifier, kind=kind, options=checked)
 
     def on(self, *types: str, atomic: bool = False) -> Callable[[H], H]:
         """Register an ``async def handler(event: WebhookEvent)`` for the events of these types

@@ -27,8 +27,8 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from asyncsdk import ConfigurationError
+from webhooks._core import ReceiverCore
 from webhooks._intake import Answer, BodyUnreadable
-from webhooks._receiver import ReceiverCore
 from webhooks._verify import TOKEN_PARAM
 
 __all__ = ["ReceiverASGI"]

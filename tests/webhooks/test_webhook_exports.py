@@ -36,6 +36,7 @@ PUBLIC = {
     "PostgresRegistry",
     "PostgresWrites",
     "ProcessClient",
+    "ReceiverOptions",
     "ReceiverTelemetry",
     "RedactingAccessLogger",
     "RedisBackend",
