@@ -39,11 +39,11 @@ from webhooks._errors import (
 )
 from webhooks._event_receiver import EventReceiver
 from webhooks._events import WebhookEvent
-from webhooks._exposition import metrics_app
 from webhooks._fetchback import KnownProcessFilter
 from webhooks._memory import MemoryInbox
-from webhooks._metrics import LatencyHistogram, Metrics
-from webhooks._observe import ReceiverTelemetry, describe_event
+from webhooks._observability.counters import LatencyHistogram, Metrics
+from webhooks._observability.exposition import metrics_app
+from webhooks._observability.telemetry import ReceiverTelemetry, describe_event
 from webhooks._options import ReceiverOptions
 from webhooks._parse import parse_delivery
 from webhooks._postgres import PostgresBackend, PostgresInbox, PostgresRegistry, PostgresWrites

@@ -31,20 +31,24 @@ from webhooks._contract import (
     Verifier,
 )
 from webhooks._dispatch import BeforeHandlers, HandlerSpec, RetryPolicy
-from webhooks._exposition import metrics_view
 from webhooks._handlers import handler_spec
 from webhooks._health import Readiness, liveness_view
 from webhooks._intake import Intake
 from webhooks._kinds import EventKind
 from webhooks._lifecycle import Lifecycle
-from webhooks._metrics import Metrics
 from webhooks._misrouted import REST_PARAM, Misrouted
-from webhooks._observe import NO_RECEIVER_TELEMETRY, bind_receiver_telemetry, receiver_telemetry
+from webhooks._observability.counters import Metrics
+from webhooks._observability.exposition import metrics_view
+from webhooks._observability.store_gauges import StoreReading
+from webhooks._observability.telemetry import (
+    NO_RECEIVER_TELEMETRY,
+    bind_receiver_telemetry,
+    receiver_telemetry,
+)
 from webhooks._options import ReceiverOptions
 from webhooks._pool import WorkerPool
 from webhooks._postgres import DEFAULT_SCHEMA, PostgresBackend
 from webhooks._redis import DEFAULT_PREFIX, DEFAULT_REDIS_URL, RELAXED, RedisBackend
-from webhooks._store_gauges import StoreReading
 from webhooks._verify import TOKEN_PARAM
 
 __all__ = ["ReceiverCore", "check_stores"]

@@ -33,6 +33,7 @@ from asyncsdk import (
     ProcessCompleted,
     UnprocessableEntityError,
 )
+from webhooks._cancelling import stopped_from_outside
 from webhooks._contract import (
     AtomicInbox,
     DeliveryInfo,
@@ -51,8 +52,8 @@ from webhooks._fetchback import (
     confirm,
     confirm_in_order,
 )
-from webhooks._metrics import Metrics
-from webhooks._observe import NO_RECEIVER_TELEMETRY, ReceiverTelemetry, log_fields
+from webhooks._observability.counters import Metrics
+from webhooks._observability.telemetry import NO_RECEIVER_TELEMETRY, ReceiverTelemetry, log_fields
 from webhooks._settle import until_stored
 
 __all__ = [
@@ -64,7 +65,6 @@ __all__ = [
     "RetryPolicy",
     "ServiceSteps",
     "names",
-    "stopped_from_outside",
 ]
 
 logger = logging.getLogger("webhooks")
@@ -94,13 +94,6 @@ def a_failure(exc: BaseException) -> bool:
     """Whether ``exc`` from a handler, the sink or fetch-back is that step failing (retried,
     then dead-lettered), not the pool stopping its worker."""
     return isinstance(exc, Exception) or not stopped_from_outside()
-
-
-def stopped_from_outside() -> bool:
-    """True when the running task itself is being cancelled (the pool stopping its workers), not
-    when a handler raises ``CancelledError`` of its own (say, from a future someone cancelled)."""
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
 
 
 @attrs.frozen

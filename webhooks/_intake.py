@@ -28,8 +28,8 @@ import attrs
 from webhooks._backpressure import SharedDepth
 from webhooks._contract import Delivery, Ignored, Rejection, StoredEvent, Verifier
 from webhooks._kinds import EventKind
-from webhooks._metrics import Metrics
-from webhooks._observe import (
+from webhooks._observability.counters import Metrics
+from webhooks._observability.telemetry import (
     NO_RECEIVER_TELEMETRY,
     DeliverySpan,
     ReceiverTelemetry,

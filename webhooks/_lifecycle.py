@@ -13,8 +13,8 @@ from asyncsdk import ConfigurationError
 from webhooks._backpressure import SharedDepth
 from webhooks._contract import Backend, Inbox, RegistrySink, ResultSink
 from webhooks._health import Readiness
+from webhooks._observability.store_gauges import StoreReading
 from webhooks._pool import WorkerPool
-from webhooks._store_gauges import StoreReading
 
 __all__ = ["Lifecycle"]
 

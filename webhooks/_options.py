@@ -11,7 +11,7 @@ from asyncsdk import ConfigurationError
 from webhooks._checks import require_count, require_seconds
 from webhooks._contract import ProcessClient, ResultSink
 from webhooks._intake import ProcessFilter
-from webhooks._observe import ReceiverTelemetry
+from webhooks._observability.telemetry import ReceiverTelemetry
 
 __all__ = ["DEFAULTS", "SERVICE_ONLY", "ReceiverOptions", "receiver_options"]
 

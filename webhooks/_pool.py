@@ -32,17 +32,17 @@ from typing import Final, Generic, TypeVar
 
 import attrs
 
+from webhooks._cancelling import stopped_from_outside
 from webhooks._contract import ClaimingInbox, Inbox, InboxEntry, StoredEvent
 from webhooks._dispatch import (
     BeforeHandlers,
     Dispatcher,
     HandlerSpec,
     RetryPolicy,
-    stopped_from_outside,
 )
 from webhooks._errors import InboxUnavailableError
-from webhooks._metrics import Metrics
-from webhooks._observe import NO_RECEIVER_TELEMETRY, ReceiverTelemetry
+from webhooks._observability.counters import Metrics
+from webhooks._observability.telemetry import NO_RECEIVER_TELEMETRY, ReceiverTelemetry
 from webhooks._settle import until_stored
 
 __all__ = ["WorkerPool"]

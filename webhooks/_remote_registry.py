@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, ClassVar, Final, Self
 import attrs
 
 from asyncsdk import ConfigurationError
+from webhooks._cancelling import stopped_from_outside
 from webhooks._codec import decode_process_event
-from webhooks._dispatch import stopped_from_outside
 from webhooks._errors import RegistryClosedError, RegistryUnavailableError
 from webhooks._registry import Registry, RegistryStats
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 from asyncsdk import PROCESS_ID_ATTRIBUTE, ConfigurationError
 from asyncsdk.telemetry import load_registry, load_tracer
 from webhooks._contract import InboxEntry, InboxEvent, InboxStats
-from webhooks._metrics import BOUNDS, Gauges, Metrics
+from webhooks._observability.counters import BOUNDS, Gauges, Metrics
 
 if TYPE_CHECKING:
     from contextvars import Token
@@ -278,7 +278,7 @@ class ReceiverTelemetry:
             return
         from prometheus_client import Histogram
 
-        from webhooks._exposition import ReceiverCollector
+        from webhooks._observability.exposition import ReceiverCollector
 
         try:
             self.registry.register(ReceiverCollector(metrics, gauges))

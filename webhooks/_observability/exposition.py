@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import hdrs, web
 
-from webhooks._metrics import BOUNDS, Gauges, Metrics
+from webhooks._observability.counters import BOUNDS, Gauges, Metrics
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry

@@ -18,8 +18,8 @@ from typing import Final
 
 import attrs
 
+from webhooks._cancelling import stopped_from_outside
 from webhooks._contract import Inbox, InboxStats, InspectableInbox
-from webhooks._dispatch import stopped_from_outside
 
 __all__ = ["READ_EVERY", "StoreReading"]
 
