@@ -12,7 +12,7 @@ import attrs
 import pytest
 from _pytest.mark import ParameterSet
 
-from webhooks import InspectableInbox
+from webhooks.contract import InspectableInbox
 from webhooks.stores import STORES, Store
 
 __all__ = ["SERVER_FIXTURES", "Place", "place_for", "store_params"]

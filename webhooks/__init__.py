@@ -9,24 +9,18 @@ fetch-back; :class:`EventReceiver` receives any other sender's as :class:`Webhoo
 """
 
 import types
+import typing
+import warnings
 
+from webhooks import contract
 from webhooks._access_log import RedactingAccessLogger
 from webhooks._contract import (
-    AtomicInbox,
-    Backend,
-    ClaimingInbox,
     Delivery,
     DeliveryInfo,
-    Ignored,
     Inbox,
     InboxEntry,
     InboxStats,
-    InspectableInbox,
-    Parsed,
-    ProcessClient,
-    RegistrySink,
     Rejection,
-    ResultSink,
     Verifier,
 )
 from webhooks._dispatch import AtomicHandler, Handler
@@ -45,7 +39,6 @@ from webhooks._observability.counters import LatencyHistogram, Metrics
 from webhooks._observability.exposition import metrics_app
 from webhooks._observability.telemetry import ReceiverTelemetry, describe_event
 from webhooks._options import ReceiverOptions
-from webhooks._parse import parse_delivery
 from webhooks._postgres import PostgresBackend, PostgresInbox, PostgresRegistry, PostgresWrites
 from webhooks._receiver import RECEIVER_KEY, WebhookReceiver
 from webhooks._redis import RedisBackend, RedisInbox, RedisRegistry, RedisWrites
@@ -59,31 +52,24 @@ from webhooks._verify import NoVerification, StandardWebhooksVerifier, TokenVeri
 __all__ = [
     "RECEIVER_KEY",
     "AtomicHandler",
-    "AtomicInbox",
-    "Backend",
-    "ClaimingInbox",
     "Delivery",
     "DeliveryInfo",
     "EventReceiver",
     "Handler",
-    "Ignored",
     "Inbox",
     "InboxEntry",
     "InboxError",
     "InboxStats",
     "InboxUnavailableError",
-    "InspectableInbox",
     "KnownProcessFilter",
     "LatencyHistogram",
     "MemoryInbox",
     "Metrics",
     "NoVerification",
-    "Parsed",
     "PostgresBackend",
     "PostgresInbox",
     "PostgresRegistry",
     "PostgresWrites",
-    "ProcessClient",
     "ReceiverOptions",
     "ReceiverTelemetry",
     "RedactingAccessLogger",
@@ -93,11 +79,9 @@ __all__ = [
     "RedisWrites",
     "Registry",
     "RegistryClosedError",
-    "RegistrySink",
     "RegistryStats",
     "RegistryUnavailableError",
     "Rejection",
-    "ResultSink",
     "SQLiteInbox",
     "StandardWebhooksVerifier",
     "TokenVerifier",
@@ -107,7 +91,6 @@ __all__ = [
     "WebhookReceiver",
     "describe_event",
     "metrics_app",
-    "parse_delivery",
 ]
 
 
@@ -124,3 +107,18 @@ def _show_public_names() -> None:
 
 
 _show_public_names()
+
+
+if not typing.TYPE_CHECKING:  # type checkers see no such name here: they point at the new place
+
+    def __getattr__(name: str) -> object:
+        """A name that moved to :mod:`webhooks.contract` (what a backend author imports), still
+        found here, with a warning naming its new place."""
+        if name in contract.__all__:
+            warnings.warn(
+                f"webhooks.{name} moved to webhooks.contract.{name}: import it from there",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return vars(contract)[name]
+        raise AttributeError(f"module 'webhooks' has no attribute {name!r}")

@@ -22,10 +22,10 @@ from webhooks import (
     InboxEntry,
     InboxError,
     InboxUnavailableError,
-    InspectableInbox,
     UnknownEntryError,
     describe_event,
 )
+from webhooks.contract import InspectableInbox
 from webhooks.stores import STORES, Store
 
 __all__ = ["add_parser"]

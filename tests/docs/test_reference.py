@@ -15,11 +15,14 @@ import pytest
 
 import asyncsdk
 import webhooks
+import webhooks.contract
 
 # The site is built once per test process: its tests share one (with pytest-xdist, one worker).
 pytestmark = pytest.mark.xdist_group("site")
 
 PACKAGES: tuple[ModuleType, ...] = (asyncsdk, webhooks)
+#: The modules whose ``__all__`` is public: the packages and what a backend author imports.
+MODULES: tuple[ModuleType, ...] = (*PACKAGES, webhooks.contract)
 
 
 def ours(cls: type) -> bool:
@@ -29,11 +32,11 @@ def ours(cls: type) -> bool:
 def public_classes() -> dict[type, str]:
     """Each exported class by the path the reference documents it under (``asyncsdk.Client``)."""
     found: dict[type, str] = {}
-    for package in PACKAGES:
-        for name in package.__all__:
-            value = getattr(package, name)
+    for module in MODULES:
+        for name in module.__all__:
+            value = getattr(module, name)
             if isinstance(value, type):
-                found[value] = f"{package.__name__}.{name}"
+                found[value] = f"{module.__name__}.{name}"
     return found
 
 

@@ -12,6 +12,7 @@ import asyncsdk
 import asyncsdk.telemetry
 import webhooks
 import webhooks.asgi
+import webhooks.contract
 import webhooks.stores
 
 # The site is built once per test process: its tests share one (with pytest-xdist, one worker).
@@ -23,6 +24,7 @@ PACKAGES = {
     "webhooks": [
         *webhooks.__all__,
         *(f"asgi.{n}" for n in webhooks.asgi.__all__),
+        *(f"contract.{n}" for n in webhooks.contract.__all__),
         *(f"stores.{n}" for n in webhooks.stores.__all__),
     ],
 }
@@ -32,7 +34,7 @@ DOCSTRING_TEXT = {
     "webhooks": "stores them, and runs handlers from the store.",
 }
 #: A name that some docstring of the package names with a reST role, linked in the reference.
-LINKED = {"asyncsdk": "asyncsdk.RetryPolicy", "webhooks": "webhooks.AtomicInbox"}
+LINKED = {"asyncsdk": "asyncsdk.RetryPolicy", "webhooks": "webhooks.contract.AtomicInbox"}
 ROLE_AS_TYPED = re.compile(r":(?:class|func|meth|data|mod|attr|exc|obj):")
 DIRECTIVE = re.compile(r"^::: (\S+)$", re.M)
 

@@ -2,8 +2,8 @@
 
 A backend's test module subclasses :class:`InboxContract` (the name does not start with ``Test``, so
 it is not collected on its own), or :class:`ClaimingInboxContract` for an inbox that is also a
-:class:`webhooks.ClaimingInbox` (as every inbox of the package is), and provides an ``inbox``
-fixture yielding a fresh, empty inbox whose ``claim_timeout`` is ``CLAIM_TIMEOUT``::
+:class:`webhooks.contract.ClaimingInbox` (as every inbox of the package is), and provides an
+``inbox`` fixture yielding a fresh, empty inbox whose ``claim_timeout`` is ``CLAIM_TIMEOUT``::
 
     class TestMemoryInbox(ClaimingInboxContract):
         @pytest.fixture
@@ -28,14 +28,8 @@ import pytest
 from whtools import HOOK, JSON, encode, event, eventually, make_receiver, payload, serve, wait_until
 
 from asyncsdk import ConfigurationError, ProcessCompleted
-from webhooks import (
-    ClaimingInbox,
-    Inbox,
-    InboxEntry,
-    InboxUnavailableError,
-    InspectableInbox,
-    UnknownEntryError,
-)
+from webhooks import Inbox, InboxEntry, InboxUnavailableError, UnknownEntryError
+from webhooks.contract import ClaimingInbox, InspectableInbox
 
 CLAIM_TIMEOUT: Final = 0.3
 
@@ -309,7 +303,7 @@ async def claim_none(inbox: Inbox) -> bool:
 
 class ClaimingInboxContract(InboxContract):
     """The contract of an inbox that also stores and hands out in one step
-    (:class:`webhooks.ClaimingInbox`)."""
+    (:class:`webhooks.contract.ClaimingInbox`)."""
 
     async def test_a_claimed_put_hands_out_the_new_entry(self, inbox: Inbox) -> None:
         assert isinstance(inbox, ClaimingInbox)

@@ -22,7 +22,8 @@ import pytest
 from whtools import HOOK, JSON, TOKEN, encode, event, payload, serve
 
 from asyncsdk import ResultWaiter, WaitTimeoutError
-from webhooks import MemoryInbox, RegistryClosedError, RegistrySink, TokenVerifier, WebhookReceiver
+from webhooks import MemoryInbox, RegistryClosedError, TokenVerifier, WebhookReceiver
+from webhooks.contract import RegistrySink
 
 
 class SharedRegistry(ResultWaiter, RegistrySink, Protocol):

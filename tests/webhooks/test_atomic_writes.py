@@ -20,7 +20,6 @@ from whtools import payload as hook_payload
 
 from asyncsdk import ConfigurationError, ProcessCompleted
 from webhooks import (
-    AtomicInbox,
     DeliveryInfo,
     MemoryInbox,
     RedisInbox,
@@ -28,6 +27,7 @@ from webhooks import (
     TokenVerifier,
     WebhookReceiver,
 )
+from webhooks.contract import AtomicInbox
 
 pytestmark = pytest.mark.redis
 

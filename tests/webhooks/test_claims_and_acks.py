@@ -10,7 +10,6 @@ from whtools import JSON, Recorder, bare_receiver, encode, payload, serve, wait_
 
 from asyncsdk import ProcessCompleted
 from webhooks import (
-    ClaimingInbox,
     Inbox,
     InboxEntry,
     InboxUnavailableError,
@@ -18,6 +17,7 @@ from webhooks import (
     NoVerification,
     WebhookReceiver,
 )
+from webhooks.contract import ClaimingInbox
 
 
 class PacedInbox(MemoryInbox):

@@ -20,7 +20,8 @@ from inbox_contract import event
 from node_cluster import Node, cli, scrape, start_node, stop_node
 from whtools import JSON, encode, eventually, payload
 
-from webhooks import InspectableInbox, PostgresInbox, RedisInbox
+from webhooks import PostgresInbox, RedisInbox
+from webhooks.contract import InspectableInbox
 
 EVENTS = 40
 FOLLOW = 15.0

@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from whtools import encode, payload
 
-from webhooks import Ignored, Parsed, Rejection, parse_delivery
+from webhooks import Rejection
+from webhooks.contract import Ignored, Parsed, parse_delivery
 
 CT = "application/json"
 MAX_JSON_DEPTH = 32

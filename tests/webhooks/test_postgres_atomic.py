@@ -23,7 +23,6 @@ from whtools import payload as hook_payload
 
 from asyncsdk import ConfigurationError, ProcessCompleted
 from webhooks import (
-    AtomicInbox,
     InboxError,
     PostgresInbox,
     PostgresWrites,
@@ -31,6 +30,7 @@ from webhooks import (
     TokenVerifier,
     WebhookReceiver,
 )
+from webhooks.contract import AtomicInbox
 
 pytestmark = pytest.mark.postgres
 
