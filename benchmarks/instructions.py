@@ -33,6 +33,7 @@ import argparse
 import asyncio
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -76,6 +77,11 @@ GATE_VARIANTS: Final = ("client-create", "client-get", *STORE_NAMES)
 GATE_REQUESTS: Final = 300
 """Requests (deliveries) per variant of the gate: enough for a count steady to a percent or two,
 few enough for ``make test`` (valgrind runs Python some 50 times slower)."""
+GATE_RECORDINGS: Final = 3
+"""Counts per variant ``--record`` takes; the baseline is their median.  A store's count follows
+the batches its concurrent deliveries happen to share (and the background work of the seconds
+they take), so one count of a tree can lie a few percent below the others (FINDINGS, "The
+gate"): a baseline on such a count would fail later checks of the same code."""
 BASELINE: Final = Path(__file__).resolve().parent / "baseline.json"
 TOLERANCE: Final = 0.03
 """A count may rise by this share over the baseline before the gate fails."""
@@ -192,7 +198,7 @@ def count_all(
     variants: list[str], requests: int, folder: Path, *, at_once: int = 1
 ) -> dict[str, float]:
     """Instructions per request of each of ``variants`` (clients and servers), ``at_once``
-    counted side by side (a count does not depend on what else runs; only the wall time does)."""
+    counted side by side (the gate counts one at a time: :data:`GATE_RECORDINGS`)."""
     with serving("_api:serve") as server, ThreadPoolExecutor(at_once) as pool:
 
         def one(variant: str) -> float:
@@ -268,7 +274,9 @@ def report(
 def _gate(args: argparse.Namespace, folder: Path) -> int:
     """``--record`` or ``--check``."""
     if args.record:
-        counts = count_all(list(GATE_VARIANTS), args.requests or GATE_REQUESTS, folder, at_once=2)
+        requests = args.requests or GATE_REQUESTS
+        rounds = [count_all(list(GATE_VARIANTS), requests, folder) for _ in range(GATE_RECORDINGS)]
+        counts = {v: statistics.median(r[v] for r in rounds) for v in GATE_VARIANTS}
         recorded = {
             "commit": git_revision(),
             "requests": args.requests or GATE_REQUESTS,
@@ -281,7 +289,11 @@ def _gate(args: argparse.Namespace, folder: Path) -> int:
     baseline = read_baseline()
     requests = int(baseline["requests"])  # type: ignore[call-overload]
     theirs: dict[str, float] = baseline["counts"]  # type: ignore[assignment]
-    counts = count_all(list(GATE_VARIANTS), requests, folder, at_once=2)
+    counts = count_all(list(GATE_VARIANTS), requests, folder)
+    if over := [v for v in counts if compare({v: counts[v]}, theirs)]:
+        # Counted again: a cost meant shows twice, a count that lay high by chance seldom does.
+        again = count_all(over, requests, folder)
+        counts |= {v: min(counts[v], again[v]) for v in over}
     print("\n".join(report(counts, theirs, str(baseline["commit"]), requests)))
     failures = compare(counts, theirs)
     for line in failures:

@@ -6,8 +6,8 @@ operators ask of an inbox (:class:`InspectableInbox`: ``stats()`` and ``purge``,
 contract's ``dead_letters`` and ``replay``; ``asyncsdk inbox stats|dead|replay|purge`` runs
 them) closes the module.
 
-Inbox contract (every backend: Memory, SQLite, Redis Streams, PostgreSQL)
-==========================================================================
+Inbox contract (every store of :data:`webhooks.stores.STORES`)
+==============================================================
 
 An inbox holds accepted events until a worker has finished with them: the service's
 ``process.completed`` events, or the :class:`~webhooks.WebhookEvent` of any other sender

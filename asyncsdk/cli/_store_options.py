@@ -4,6 +4,7 @@ of :data:`webhooks.stores.STORES`, and the store, place and namespace they name.
 from __future__ import annotations
 
 import argparse
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,7 +32,7 @@ def one_of(stores: Sequence[Store[Any]], *, plain_namespaces: bool = True) -> st
         if store.namespace:
             flag = store.namespace if plain_namespaces else f"{store.name}-{store.namespace}"
             names[i] += f" [--{flag} {store.namespace[0].upper()}]"
-    return ", ".join(names[:-1]) + " or " + names[-1]
+    return textwrap.fill(", ".join(names[:-1]) + " or " + names[-1], width=99)
 
 
 def add_store_options(
@@ -48,9 +49,10 @@ def add_store_options(
     group = parser.add_argument_group(title).add_mutually_exclusive_group(required=required)
     for store in stores:
         if store.place:
-            example = " file" if store.place == "PATH" else f", e.g. {store.example}"
             group.add_argument(
-                f"--{store.name}", metavar=store.place, help=f"a {store.title} inbox{example}"
+                f"--{store.name}",
+                metavar=store.place,
+                help=f"a {store.title} inbox, e.g. {store.example}",
             )
     namespaces: dict[str, list[Store[Any]]] = {}
     for store in stores:

@@ -1,8 +1,8 @@
 """``asyncsdk inbox stats|dead|replay|purge``: a receiver inbox, as an operator sees it.
 
 The inbox is named by one option per durable store of :data:`webhooks.stores.STORES`
-(``--redis URL`` with ``--prefix``, ``--postgres DSN`` with ``--schema``, ``--sqlite PATH``);
-every receiver sharing it sees the same depth and dead letters.
+(``--redis URL`` with ``--prefix``, ``--sqlite PATH``...); every receiver sharing it sees the
+same depth and dead letters.
 """
 
 from __future__ import annotations

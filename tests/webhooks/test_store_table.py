@@ -14,7 +14,10 @@ from webhooks.stores import STORES, store_named
 
 def test_a_store_is_found_by_name_and_a_wrong_name_lists_the_stores() -> None:
     assert store_named("sqlite").title == "SQLite"
-    with pytest.raises(ConfigurationError, match="the stores are: memory, sqlite, redis, postgres"):
+    names = ", ".join(store.name for store in STORES)
+    with pytest.raises(
+        ConfigurationError, match=f"no store is called 'mysql'; the stores are: {names}"
+    ):
         store_named("mysql")
 
 
