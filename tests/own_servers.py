@@ -159,14 +159,19 @@ class OwnServer:
         self.frozen = False
 
     def kill(self) -> None:
-        """SIGKILL to the whole group: the server dies at once, writing nothing more (what the
-        OS has stays)."""
+        """SIGKILL to the whole group, then to each child that left it (as :meth:`freeze`):
+        the server dies at once, writing nothing more (what the OS has stays).  A PostgreSQL
+        backend left alive would answer a query on its connection until it noticed."""
         if self.process is None or self.process.returncode is not None:
             return
         if self.frozen:
             self.thaw()
+        children = _children(self.process.pid)  # read first: once orphaned, init adopts them
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
+        for child in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
         self.process.wait()
 
 
