@@ -233,7 +233,7 @@ class Intake(Generic[E]):
     ) -> Answer:
         """One delivery, from the first byte to the answer (in a span when tracing is on).
 
-        ``path_params``: the token in the path, if any (``{"token": ...}``); ``headers``: the
+        ``path_params``: the token in the path, if any (``{TOKEN_PARAM: token}``); ``headers``: the
         request's headers as a verifier sees them, lower-case names and the first value of each.
         ``token_routed``: the request came by the exact route of one of the verifier's
         :attr:`~webhooks.Verifier.path_tokens`, so its path token needs no check before the body

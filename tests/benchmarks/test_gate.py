@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks._report import exit_status
-from benchmarks._shared import Goal, Section, postgres_problem, redis_problem
+from benchmarks._shared import Goal, Section
+from benchmarks._stores import problems
 from benchmarks.instructions import (
     GATE_VARIANTS,
     RECORD_COMMAND,
@@ -44,8 +45,7 @@ def test_the_client_and_the_receivers_cost_no_more_than_their_baseline() -> None
         problem
         for problem in (
             None if shutil.which("valgrind") else "valgrind is not installed",
-            redis_problem(),
-            postgres_problem(),
+            *problems().values(),  # every store's server the gate counts on
         )
         if problem
     ]
