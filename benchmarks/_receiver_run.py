@@ -21,7 +21,6 @@ from benchmarks._stores import (
     drop_place,
     new_place,
     receiver_name,
-    store_of,
 )
 
 Load = tuple[str, int, int | None]
@@ -64,8 +63,7 @@ def receiver_server(
     if kept is None:
         server_dir = folder / uuid.uuid4().hex[:10]
         server_dir.mkdir()
-        on = store_of(store)
-        place = new_place(on, server_dir, "inbox") if on else ("", "")
+        place = new_place(store, server_dir, "inbox")
     else:
         place, server_dir = kept
     child = Child(
@@ -84,8 +82,8 @@ def receiver_server(
         yield child, child.ready()["url"]
     finally:
         child.stop()
-        if kept is None and store_of(store):
-            drop_place(store_of(store), place)
+        if kept is None:
+            drop_place(store, place)
 
 
 def receiver_once(

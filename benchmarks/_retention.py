@@ -16,40 +16,24 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from benchmarks._env import POSTGRES_DSN, REDIS_URL
 from benchmarks._plan import Plan
 from benchmarks._receiver_bench import TAIL_FROM, TAIL_STEP, body_for
-from benchmarks._shared import (
-    drop_prefix,
-    drop_schema,
-    fmt,
-    new_prefix,
-    new_schema,
-    paired,
-    pooled_percentile,
-    table,
-)
+from benchmarks._receiver_run import Kept
+from benchmarks._shared import fmt, paired, pooled_percentile, table
+from benchmarks._stores import StorePlace, drop_place, new_place
+from webhooks.stores import store_named
 
 __all__ = ["retention"]
 
 STORES: Final = ("sqlite", "redis", "postgres")
+"""The stores whose size per retained key :func:`_size` knows how to read."""
 _CHUNK: Final = 2_000
 """Events put (concurrently) then claimed and acked per step of the filling."""
 _SAMPLE: Final = 1_000
 """Redis dedup keys whose MEMORY USAGE is averaged."""
 
-Measure = Callable[[str, tuple[str, str, Path] | None], dict[str, Any]]
-"""One paced load on a store, on a new inbox (``None``) or on the one at a place."""
-
-
-def _inbox(store: str, prefix: str, schema: str, folder: Path) -> Any:
-    from webhooks import PostgresInbox, RedisInbox, SQLiteInbox
-
-    if store == "sqlite":
-        return SQLiteInbox(folder / "inbox.db")
-    if store == "redis":
-        return RedisInbox(REDIS_URL, prefix=prefix)
-    return PostgresInbox(POSTGRES_DSN, schema=schema)
+Measure = Callable[[str, Kept | None], dict[str, Any]]
+"""One paced load on a store, on a new inbox (``None``) or on the one kept at a place."""
 
 
 async def _fill(inbox: Any, count: int) -> None:
@@ -77,21 +61,23 @@ async def _fill(inbox: Any, count: int) -> None:
         made += size
 
 
-def _file_size(folder: Path) -> float:
-    return float(sum(p.stat().st_size for p in folder.glob("inbox.db*")))
+def _file_size(path: Path) -> float:
+    """The database file and its WAL and shared-memory files, in bytes."""
+    return float(sum(p.stat().st_size for p in path.parent.glob(path.name + "*")))
 
 
-async def _size(store: str, prefix: str, schema: str, folder: Path) -> float:
+async def _size(store: str, place: StorePlace) -> float:
     """What the store holds for this inbox, in bytes (Redis: the dedup keys' sampled mean)."""
+    where, namespace = place
     if store == "sqlite":
-        return await asyncio.to_thread(_file_size, folder)
+        return await asyncio.to_thread(_file_size, Path(where))
     if store == "redis":
         import redis.asyncio
 
-        client = redis.asyncio.Redis.from_url(REDIS_URL)
+        client = redis.asyncio.Redis.from_url(where)
         try:
             sizes = []
-            async for key in client.scan_iter(match=f"{prefix}inbox:dedup:*", count=1000):
+            async for key in client.scan_iter(match=f"{namespace}inbox:dedup:*", count=1000):
                 sizes.append(int(await client.memory_usage(key) or 0))
                 if len(sizes) >= _SAMPLE:
                     break
@@ -100,14 +86,14 @@ async def _size(store: str, prefix: str, schema: str, folder: Path) -> float:
             await client.aclose()
     import asyncpg
 
-    conn = await asyncpg.connect(POSTGRES_DSN)
+    conn = await asyncpg.connect(where)
     try:
-        return float(await conn.fetchval(f"SELECT pg_total_relation_size('\"{schema}\".inbox')"))
+        return float(await conn.fetchval(f"SELECT pg_total_relation_size('\"{namespace}\".inbox')"))
     finally:
         await conn.close()
 
 
-async def _vacuum(schema: str) -> None:
+async def _vacuum(place: StorePlace) -> None:
     """What autovacuum and the checkpointer do to the filled table in a deployment (the inbox
     asks for a vacuum every 10,000 dead rows), done at once: the server here may run with
     autovacuum off, and a fill of millions of events in minutes, with its gigabytes of WAL, is not
@@ -115,7 +101,8 @@ async def _vacuum(schema: str) -> None:
     WAL calls for lands in the measured minute."""
     import asyncpg
 
-    conn = await asyncpg.connect(POSTGRES_DSN)
+    dsn, schema = place
+    conn = await asyncpg.connect(dsn)
     try:
         await conn.execute(f'VACUUM ANALYZE "{schema}".inbox')
         await conn.execute("CHECKPOINT")
@@ -123,23 +110,23 @@ async def _vacuum(schema: str) -> None:
         await conn.close()
 
 
-async def _prepare(store: str, prefix: str, schema: str, folder: Path, count: int) -> float:
+async def _prepare(store: str, place: StorePlace, count: int) -> float:
     """Fill the inbox; bytes per retained key."""
-    inbox = _inbox(store, prefix, schema, folder)
+    inbox: Any = store_named(store).open_inbox(*place)
     try:
         await inbox.check()  # creates the file, the schema and its tables
-        before = await _size(store, prefix, schema, folder)
+        before = await _size(store, place)
         await _fill(inbox, count)
     finally:
         await inbox.close()
     if store == "postgres":
-        await _vacuum(schema)
-    after = await _size(store, prefix, schema, folder)
+        await _vacuum(place)
+    after = await _size(store, place)
     return after if store == "redis" else (after - before) / count
 
 
 def _rounds(
-    rounds: int, measure: Measure, store: str, place: tuple[str, str, Path]
+    rounds: int, measure: Measure, store: str, kept: Kept
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The loads, retained and empty, of ``rounds`` back-to-back pairs, which of the two goes
     first alternating, so that a machine growing busier or quieter over the minutes weighs on
@@ -152,8 +139,8 @@ def _rounds(
             # Each empty load starts on a new table; the retained one is reused, and its earlier
             # loads' dead rows would stay where a deployment's autovacuum (every 10,000 dead
             # rows, about one load's worth) removes them.
-            asyncio.run(_vacuum(place[1]))
-        return measure(store, place)
+            asyncio.run(_vacuum(kept[0]))
+        return measure(store, kept)
 
     for number in range(rounds):
         if number % 2:
@@ -179,16 +166,14 @@ def retention(plan: Plan, folder: Path, runnable: Sequence[str], measure: Measur
         if store not in runnable:
             rows.append([store, "not run", "", "", ""])
             continue
-        prefix, schema = new_prefix("retained"), new_schema("retained")
-        place = folder / f"retained-{store}"
-        place.mkdir()
+        server_dir = folder / f"retained-{store}"
+        server_dir.mkdir()
+        place = new_place(store, server_dir, "retained")
         try:
-            per_key = asyncio.run(_prepare(store, prefix, schema, place, count))
-            full, empty = _rounds(plan.retained_rounds, measure, store, (prefix, schema, place))
+            per_key = asyncio.run(_prepare(store, place, count))
+            full, empty = _rounds(plan.retained_rounds, measure, store, (place, server_dir))
         finally:
-            drop_prefix(prefix)
-            if store == "postgres":
-                drop_schema(schema)
+            drop_place(store, place)
         p99_full, p99_empty = _pooled_p99_ms(full), _pooled_p99_ms(empty)
         ratio = p99_full / p99_empty if p99_empty else math.nan
         _, ratios = paired([r["p99_us"] for r in full], [r["p99_us"] for r in empty])

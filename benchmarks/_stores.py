@@ -89,9 +89,12 @@ StorePlace = tuple[str, str]
 """Where an inbox lives: its place (URL, DSN, file; empty in memory) and its namespace."""
 
 
-def new_place(store: str, folder: Path, what: str) -> StorePlace:
-    """A fresh place for an inbox of ``store``: a new namespace on its server (named for
-    ``what``), a file in ``folder``, or nothing (in memory)."""
+def new_place(variant: str, folder: Path, what: str) -> StorePlace:
+    """A fresh place for the inbox of ``variant``'s store (:func:`store_of`): a new namespace on
+    its server (named for ``what``), a file in ``folder``, or nothing (in memory, or no store)."""
+    store = store_of(variant)
+    if not store:
+        return "", ""
     row = store_named(store)
     if row.server:
         server = SERVERS[row.server]
@@ -99,8 +102,8 @@ def new_place(store: str, folder: Path, what: str) -> StorePlace:
     return (str(folder / f"{what}.db"), "") if row.place else ("", "")
 
 
-def drop_place(store: str, place: StorePlace) -> None:
+def drop_place(variant: str, place: StorePlace) -> None:
     """Remove what :func:`new_place` made on a server (a file goes with its folder)."""
-    row = store_named(store)
-    if row.server:
-        SERVERS[row.server].drop_namespace(place[1])
+    server = server_of(variant)
+    if server:
+        SERVERS[server].drop_namespace(place[1])

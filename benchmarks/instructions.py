@@ -50,7 +50,7 @@ from benchmarks._procs import Child, serving
 from benchmarks._receiver_bench import body_for
 from benchmarks._receiver_run import NAMES, PEER_OF
 from benchmarks._shared import fmt, table
-from benchmarks._stores import STORE_NAMES, drop_place, new_place, problems, server_of, store_of
+from benchmarks._stores import STORE_NAMES, drop_place, new_place, problems, server_of
 from benchmarks.sidebyside import baseline_packages
 
 DEFAULT_VARIANTS: Final = ("bare", "memory-peer", "memory", "sqlite-peer", "sqlite")
@@ -164,8 +164,7 @@ def count(variant: str, requests: int, folder: Path, packages: Path | None = Non
     run = uuid.uuid4().hex[:10]
     out = folder / f"{variant}-{run}.callgrind"
     (folder / run).mkdir()
-    on = store_of(variant)
-    place = new_place(on, folder / run, "instr") if on else ("", "")
+    place = new_place(variant, folder / run, "instr")
     child = Child(
         "_receiver_bench:serve",
         {"store": variant, "workdir": str(folder / run), "place": place[0], "namespace": place[1]},
@@ -180,8 +179,7 @@ def count(variant: str, requests: int, folder: Path, packages: Path | None = Non
         _callgrind(child.pid, "--dump")
     finally:
         child.stop()
-        if on:
-            drop_place(on, place)
+        drop_place(variant, place)
     if refused:
         raise SystemExit(f"{variant}: {refused} deliveries not answered 200")
     return counted_instructions(out) / requests

@@ -4,13 +4,11 @@ one) has its fixtures in ``conftest.py`` and a line in :data:`SERVER_FIXTURES`."
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
-from _pytest.mark import ParameterSet
 
 from webhooks.contract import InspectableInbox
 from webhooks.stores import STORES, Store
@@ -25,7 +23,7 @@ SERVER_FIXTURES: dict[str, tuple[str, str]] = {
 after the test)."""
 
 
-def store_params(*, durable: bool | None = None, shared: bool | None = None) -> list[ParameterSet]:
+def store_params(*, durable: bool | None = None, shared: bool | None = None) -> list[Any]:
     """One ``pytest.param`` per store (its id: the store's name; marked with its server's
     marker), those that are ``durable`` or ``shared`` (when given) only."""
     return [
@@ -52,10 +50,6 @@ class Place:
     def inbox(self, **options: Any) -> InspectableInbox:
         """An inbox of the store at this place, with its class's ``options``."""
         return self.store.open_inbox(self.place, self.namespace, **options)
-
-    def opener(self, **options: Any) -> Callable[[], InspectableInbox]:
-        """A function opening a new inbox object on the same place each time it is called."""
-        return lambda: self.inbox(**options)
 
     def argv(self) -> list[str]:
         """The place as a child script takes it: ``[store, place, namespace]``."""

@@ -27,11 +27,15 @@ class NamedStore:
 def one_of(stores: Sequence[Store[Any]], *, plain_namespaces: bool = True) -> str:
     """``--sqlite PATH, --redis URL [--prefix P] or --postgres DSN [--schema S]`` (without
     ``plain_namespaces``: ``[--redis-prefix P]``), as :func:`add_store_options` names them."""
-    names = [f"--{store.name} {store.place}" for store in stores if store.place]
-    for i, store in enumerate(store for store in stores if store.place):
+    names = []
+    for store in stores:
+        if not store.place:
+            continue
+        name = f"--{store.name} {store.place}"
         if store.namespace:
             flag = store.namespace if plain_namespaces else f"{store.name}-{store.namespace}"
-            names[i] += f" [--{flag} {store.namespace[0].upper()}]"
+            name += f" [--{flag} {store.namespace[0].upper()}]"
+        names.append(name)
     return textwrap.fill(", ".join(names[:-1]) + " or " + names[-1], width=99)
 
 
