@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -253,14 +254,16 @@ RESULT_LINKS = (
 async def search(watched: Watched, query: str, answered: Callable[[list[str]], bool]) -> list[str]:
     """The links of the site's search results for ``query``, best first, typed as a reader does.
 
-    The search index loads in a worker after the page: the query is typed again until results
-    show (for at most 10 s).  Results for the part typed so far ("webh") may show before those
-    for the whole query: they are read again until ``answered`` holds of them, for at most 5 s,
-    and the last read is returned either way."""
+    The search index loads in a worker after the page, which takes seconds with the suite's
+    other browsers on the same cores: the query is typed again until results show (for at most
+    45 s).  Results for the part typed so far ("webh") may show before those for the whole
+    query: they are read again until ``answered`` holds of them, for at most 5 s, and the last
+    read is returned either way."""
     from playwright.async_api import TimeoutError as NoResultYet  # installed: a browser runs
 
     field = "input.md-search__input"
-    for _ in range(20):
+    deadline = time.monotonic() + 45
+    while time.monotonic() < deadline:
         await watched.page.fill(field, "")
         await watched.page.type(field, query)
         try:
