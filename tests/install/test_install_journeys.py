@@ -10,6 +10,7 @@ against a running service (the sandbox of this test process stands in for it).
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import shutil
 import subprocess
@@ -21,8 +22,7 @@ import pytest
 from asyncsdk import samples
 from asyncsdk.sandbox import Sandbox, SandboxConfig
 
-# The wheel is built once per test process: its tests share one (with pytest-xdist, one worker).
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST_PROJECT = Path(__file__).resolve().parent / "host_project"
@@ -63,17 +63,27 @@ def _ok(result: subprocess.CompletedProcess[str]) -> str:
 
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The project's wheel, built once for the whole run."""
-    out = tmp_path_factory.mktemp("wheel")
-    _ok(
-        _run(
-            [sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", out, ROOT],
-            cwd=out,
-            timeout=PIP_TIMEOUT,
-        )
-    )
-    (built,) = out.glob("asyncsdk-*.whl")
-    return built
+    """The project's wheel, built once for the whole run: with pytest-xdist, by the first worker
+    that needs it, in the folder the workers share, while the others wait on its lock."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # each worker's base folder is one of the run's
+    out = shared / "wheel"
+    out.mkdir(exist_ok=True)
+    with (out / "lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        built = sorted(out.glob("asyncsdk-*.whl"))
+        if not built:
+            _ok(
+                _run(
+                    [sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", out, ROOT],
+                    cwd=out,
+                    timeout=PIP_TIMEOUT,
+                )
+            )
+            built = sorted(out.glob("asyncsdk-*.whl"))
+    (one,) = built
+    return one
 
 
 #: Prints the version of a final release with the GIL ("3 13"), or nothing.
