@@ -24,11 +24,16 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# Four test processes on any machine: most of the suite's time is spent waiting on servers and
-# child processes, not computing; the docs site and the wheel are built once, in one process each.
-# Then the instruction-count gate, alone: what it counts follows the machine's load.
+# Six test processes on any machine: much of the suite's time is spent waiting on servers and
+# child processes, not computing; the docs site is built once, in one process.  Then the
+# failovers and rolling restarts, two at a time, whose timings follow the machine's load; then
+# the instruction-count gate by itself, whose counts do.  Bytecode is cached (in __pycache__,
+# ignored by git) even where the shell says not to: each test process and the hundreds of child
+# processes the suite starts would otherwise compile the package and the tests from source again.
+test: export PYTHONDONTWRITEBYTECODE =
 test: lint typecheck
-	$(BIN)/python -m pytest -n 4 --dist loadgroup -m "not alone"
+	$(BIN)/python -m pytest -n 6 --dist loadgroup -m "not quiet and not alone"
+	$(BIN)/python -m pytest -n 2 -m quiet
 	$(BIN)/python -m pytest -m alone
 
 # The receiver section needs wrk: a one-thread Python load generator saturates before the server

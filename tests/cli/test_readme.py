@@ -68,10 +68,12 @@ def test_the_readme_says_what_make_test_needs_and_how_ci_provides_it() -> None:
     assert ci.rstrip().endswith("make test")
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     assert (
-        '\ntest: lint typecheck\n\t$(BIN)/python -m pytest -n 4 --dist loadgroup -m "not alone"\n'
+        "\ntest: lint typecheck\n"
+        '\t$(BIN)/python -m pytest -n 6 --dist loadgroup -m "not quiet and not alone"\n'
+        "\t$(BIN)/python -m pytest -n 2 -m quiet\n"
         "\t$(BIN)/python -m pytest -m alone\n"
     ) in makefile
-    assert "four test processes" in section
+    assert "six test processes" in section
     assert "\ndemo: $(STAMP)\n\t$(BIN)/python -m asyncsdk demo\n" in makefile
 
 

@@ -212,16 +212,16 @@ async def failed_over(group: own_servers.SentinelGroup) -> int:
     return await eventually(promoted, "the Sentinels to promote the replica", limit=30, step=0.1)
 
 
-# Failovers under a load of the test's own: run after the parallel suite, alone.  A socket to
-# the killed primary, dropped by redis-py's Sentinel pool when it moves to the new one, is warned
-# about as unclosed when it is collected (seen once under the parallel suite, and once at the end
-# of a session, where no test's filter holds): each test collects it before it ends.
+# Failovers under a load of the test's own: run after the parallel suite, two at a time.  A
+# socket to the killed primary, dropped by redis-py's Sentinel pool when it moves to the new one,
+# is warned about as unclosed when it is collected (seen once under the parallel suite, and once
+# at the end of a session, where no test's filter holds): each test collects it before it ends.
 _UNCLOSED_OLD_PRIMARY = pytest.mark.filterwarnings(
     "ignore::pytest.PytestUnraisableExceptionWarning"
 )
 
 
-@pytest.mark.alone
+@pytest.mark.quiet
 @_UNCLOSED_OLD_PRIMARY
 async def test_strict_with_a_replica_loses_no_answered_delivery_across_a_failover(
     tmp_path: Path,
@@ -275,7 +275,7 @@ async def test_strict_with_a_replica_loses_no_answered_delivery_across_a_failove
     gc.collect()  # the old primary's dropped sockets, under this test's filter
 
 
-@pytest.mark.alone
+@pytest.mark.quiet
 @_UNCLOSED_OLD_PRIMARY
 async def test_relaxed_reports_what_the_promoted_replica_never_received(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
