@@ -14,7 +14,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from asyncsdk.cli import catalogue, demo, inbox, process, serve
-from asyncsdk.cli._common import EXIT_INTERRUPTED, exit_code_for
+from asyncsdk.cli._exits import EXIT_INTERRUPTED, exit_code_for
 
 __all__ = ["build_parser", "main"]
 

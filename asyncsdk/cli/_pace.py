@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 
 import attrs
 
-from asyncsdk.cli._common import UsageError
+from asyncsdk.cli._exits import UsageError
 
 __all__ = [
     "DEFAULT_LIMIT",

@@ -8,10 +8,10 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from asyncsdk.cli._common import format_table
-from asyncsdk.cli._jobs import JobResult
 from asyncsdk.cli._pace import GenerationPace, roughly, span
+from asyncsdk.cli._photo_job import JobResult
 from asyncsdk.cli._state import FAILED
+from asyncsdk.cli._tables import format_table
 
 __all__ = ["announce", "dry_run", "results_table", "summary", "timing"]
 

@@ -37,7 +37,7 @@ from typing import Any, Final
 import attrs
 
 from asyncsdk import Claim, JournalError, RunEntry, RunStage
-from asyncsdk.cli._common import UsageError
+from asyncsdk.cli._exits import UsageError
 from asyncsdk.cli._results import make_folder, open_private
 
 if sys.platform != "win32":

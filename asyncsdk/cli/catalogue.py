@@ -12,7 +12,8 @@ from typing import Any, Final
 import attrs
 
 from asyncsdk import Catalogue, Client
-from asyncsdk.cli._common import format_table, service_settings
+from asyncsdk.cli._arguments import service_settings
+from asyncsdk.cli._tables import format_table
 from asyncsdk.sandbox import SandboxConfig
 
 __all__ = ["add_parsers"]

@@ -15,10 +15,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from asyncsdk import AsyncSDKError, ToolSlug, samples
-from asyncsdk.cli._common import EXIT_OK, UsageError, exit_code_for, format_table
-from asyncsdk.cli._jobs import JobResult, JobSpec, Runner
-from asyncsdk.cli._local import local_service
+from asyncsdk.cli._exits import EXIT_OK, UsageError, exit_code_for
+from asyncsdk.cli._local_service import local_service
+from asyncsdk.cli._photo_job import JobResult, JobSpec, Runner
 from asyncsdk.cli._progress import Progress
+from asyncsdk.cli._tables import format_table
 from asyncsdk.sandbox import SandboxConfig
 
 __all__ = ["add_parser", "demo_jobs", "run"]

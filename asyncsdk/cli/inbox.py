@@ -16,8 +16,9 @@ from typing import Any
 import attrs
 
 from asyncsdk import ConfigurationError
-from asyncsdk.cli._common import EXIT_FAILED, EXIT_OK, UsageError, format_table
+from asyncsdk.cli._exits import EXIT_FAILED, EXIT_OK, UsageError
 from asyncsdk.cli._store_options import NamedStore, add_store_options, named_store, one_of
+from asyncsdk.cli._tables import format_table
 from webhooks import (
     InboxEntry,
     InboxError,

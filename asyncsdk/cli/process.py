@@ -25,17 +25,12 @@ import attrs
 
 from asyncsdk import ACCEPTED_EXTENSIONS, Client, MissingWidgetError, ResultWaiter, ToolSlug
 from asyncsdk.cli import _report
-from asyncsdk.cli._batch import Batch
-from asyncsdk.cli._common import (
-    EXIT_OK,
-    UsageError,
-    parse_widgets,
-    service_settings,
-    sigterm_as_interrupt,
-)
-from asyncsdk.cli._jobs import JobResult, JobSpec, Runner
-from asyncsdk.cli._local import local_service
+from asyncsdk.cli._arguments import parse_widgets, service_settings
+from asyncsdk.cli._exits import EXIT_OK, UsageError, sigterm_as_interrupt
+from asyncsdk.cli._journalled_batch import Batch
+from asyncsdk.cli._local_service import local_service
 from asyncsdk.cli._pace import DEFAULT_LIMIT, GenerationPace, Pacer, least_time, parse_limit
+from asyncsdk.cli._photo_job import JobResult, JobSpec, Runner
 from asyncsdk.cli._progress import Progress
 from asyncsdk.cli._results import result_name
 from asyncsdk.cli._state import (

@@ -22,8 +22,8 @@ import attrs
 from aiohttp import web
 
 from asyncsdk import ProcessCompleted
-from asyncsdk.cli._common import UsageError
-from asyncsdk.cli._local import serve_app
+from asyncsdk.cli._exits import UsageError
+from asyncsdk.cli._local_service import serve_app
 from asyncsdk.cli._store_options import NamedStore, add_store_options, named_store, one_of
 from asyncsdk.sandbox.__main__ import build_parser as sandbox_options
 from asyncsdk.sandbox.__main__ import config_from_args, console_log, run_resend, start_failure

@@ -28,7 +28,7 @@ from asyncsdk.sandbox._config import DEFAULT_API_KEY, LIMITED_API_KEY, SandboxCo
 from asyncsdk.sandbox._stats import Attempt, Delivery, Stats
 
 if TYPE_CHECKING:
-    from asyncsdk.sandbox._sandbox import Sandbox, run_forever
+    from asyncsdk.sandbox._facade import Sandbox, run_forever
 
 __all__ = [
     "DEFAULT_API_KEY",
@@ -65,7 +65,7 @@ def __getattr__(name: str) -> object:
     if name not in _NEED_PILLOW:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     _require_pillow()
-    module = importlib.import_module("asyncsdk.sandbox._sandbox")
+    module = importlib.import_module("asyncsdk.sandbox._facade")
     value: object = module.__dict__[name]
     return value
 
@@ -79,7 +79,7 @@ async def serve(
 ) -> None:
     """Serve the sandbox until cancelled (alias of :func:`run_forever`, ``port_file`` included)."""
     _require_pillow()
-    from asyncsdk.sandbox._sandbox import run_forever
+    from asyncsdk.sandbox._facade import run_forever
 
     await run_forever(host, port, config, port_file=port_file)
 

@@ -3,7 +3,7 @@
 A rule targets a method and a path pattern and fires ``times`` times (``None``: until cleared),
 each time with ``probability``.  The pattern matches either the request path (``fnmatch`` globs:
 ``/v3/process/*``) or the route template (``/v3/process/{id}``).  Pure logic; the aiohttp
-middleware in ``_app.py`` carries the rules out.
+middleware in ``_edge.py`` carries the rules out.
 
 Kinds (``ChaosKind``):
 

@@ -20,9 +20,9 @@ from aiohttp import web
 from asyncsdk.sandbox._api import get_file
 from asyncsdk.sandbox._files import EXTENSIONS
 from asyncsdk.sandbox._http import runtime_of
+from asyncsdk.sandbox._live import Runtime
 from asyncsdk.sandbox._masking import mask_url
 from asyncsdk.sandbox._records import ProcessRecord, StoredFile, utc_now
-from asyncsdk.sandbox._runtime import Runtime
 from asyncsdk.sandbox._stats import Attempt, Delivery
 
 __all__ = ["add_routes", "render_panel"]

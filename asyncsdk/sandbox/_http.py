@@ -11,8 +11,8 @@ from typing import Any, Final
 
 from aiohttp import web
 
+from asyncsdk.sandbox._live import Runtime
 from asyncsdk.sandbox._records import SandboxError, parse_size
-from asyncsdk.sandbox._runtime import Runtime
 from asyncsdk.sandbox._wire import Urls
 
 __all__ = [

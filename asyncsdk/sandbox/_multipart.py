@@ -16,8 +16,8 @@ from aiohttp import BodyPartReader, web
 from asyncsdk import MaskError
 from asyncsdk.sandbox import _images
 from asyncsdk.sandbox._http import runtime_of
+from asyncsdk.sandbox._live import Runtime
 from asyncsdk.sandbox._records import SandboxError, StoredFile
-from asyncsdk.sandbox._runtime import Runtime
 
 __all__ = ["Upload", "discard_on_error", "read_multipart"]
 

@@ -13,7 +13,7 @@ from asyncsdk import samples
 # The pace arithmetic and the journal are the command's own, in private modules: a schedule over
 # a generation limit of hours cannot be waited for in a test, so its arithmetic is checked as
 # functions, and the journal lines a long run leaves behind are written here directly.
-from asyncsdk.cli._common import UsageError
+from asyncsdk.cli._exits import UsageError
 from asyncsdk.cli._pace import (
     DEFAULT_LIMIT,
     GenerationPace,

@@ -18,8 +18,8 @@ from yarl import URL
 
 from asyncsdk.sandbox._config import check_webhook_url
 from asyncsdk.sandbox._http import json_body, runtime_of
+from asyncsdk.sandbox._live import Runtime
 from asyncsdk.sandbox._records import SandboxError
-from asyncsdk.sandbox._runtime import Runtime
 
 __all__ = ["add_routes", "require_local"]
 

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from yarl import URL
 
-from asyncsdk.sandbox._app import build_app
 from asyncsdk.sandbox._chaos import Chaos
 from asyncsdk.sandbox._config import DEFAULT_API_KEY, SandboxConfig, check_webhook_url
-from asyncsdk.sandbox._runtime import Runtime
+from asyncsdk.sandbox._edge import build_app
+from asyncsdk.sandbox._live import Runtime
 from asyncsdk.sandbox._stats import Stats
 
 if TYPE_CHECKING:

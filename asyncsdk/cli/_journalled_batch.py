@@ -27,9 +27,9 @@ from asyncsdk import (
     RunSteps,
     WaitTimeoutError,
 )
-from asyncsdk.cli._common import EXIT_FAILED, exit_code_for
-from asyncsdk.cli._jobs import JobResult, JobSpec, Runner, Steps
+from asyncsdk.cli._exits import EXIT_FAILED, exit_code_for
 from asyncsdk.cli._pace import Pacer
+from asyncsdk.cli._photo_job import JobResult, JobSpec, Runner, Steps
 from asyncsdk.cli._progress import Progress
 from asyncsdk.cli._state import (
     DONE,

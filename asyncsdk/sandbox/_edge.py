@@ -2,8 +2,8 @@
 
 :func:`edge` counts requests, carries out chaos rules and turns
 :class:`~asyncsdk.sandbox._records.SandboxError` into ``{"error": ..., "key": ...}`` answers.
-The routes live in ``_api.py`` (the service's endpoints), ``_control.py`` (``/_sandbox/``) and
-``_cockpit.py`` (the page at ``/_sandbox/``).
+The routes live in ``_api.py`` (the service's endpoints), ``_control_routes.py``
+(``/_sandbox/``) and ``_cockpit.py`` (the page at ``/_sandbox/``).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Final
 
 from aiohttp import web
 
-from asyncsdk.sandbox import _api, _cockpit, _control
+from asyncsdk.sandbox import _api, _cockpit, _control_routes
 from asyncsdk.sandbox._chaos import ChaosKind, ChaosRule
-from asyncsdk.sandbox._control import require_local
+from asyncsdk.sandbox._control_routes import require_local
 from asyncsdk.sandbox._http import (
     RUNTIME,
     Handler,
@@ -25,8 +25,8 @@ from asyncsdk.sandbox._http import (
     route_name,
     runtime_of,
 )
+from asyncsdk.sandbox._live import Runtime
 from asyncsdk.sandbox._records import RATE_LIMIT_MESSAGE, SandboxError
-from asyncsdk.sandbox._runtime import Runtime
 
 __all__ = ["build_app"]
 
@@ -149,6 +149,6 @@ def build_app(runtime: Runtime) -> web.Application:
 
     app.cleanup_ctx.append(lifecycle)
     _api.add_routes(app.router)
-    _control.add_routes(app.router)
+    _control_routes.add_routes(app.router)
     _cockpit.add_routes(app.router)
     return app
