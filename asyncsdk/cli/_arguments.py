@@ -1,13 +1,15 @@
 """What a command reads from its options and the environment: the service's key and address,
-and widgets given as ``NAME=VALUE``."""
+widgets given as ``NAME=VALUE``, and durations."""
 
 from __future__ import annotations
 
+import argparse
+import math
 from collections.abc import Mapping, Sequence
 
 from asyncsdk.cli._exits import UsageError
 
-__all__ = ["parse_widgets", "service_settings"]
+__all__ = ["parse_widgets", "positive_seconds", "service_settings"]
 
 
 def service_settings(
@@ -47,3 +49,17 @@ def parse_widgets(options: Sequence[str]) -> dict[str, str | list[str]]:
         else:
             widgets[name] = [*([previous] if isinstance(previous, str) else previous), *values]
     return widgets
+
+
+def positive_seconds(text: str) -> float:
+    """An option's value as seconds: a finite number above 0 (argparse names the option when
+    this refuses it)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise argparse.ArgumentTypeError(
+            f"takes a number of seconds above 0, e.g. 0.5, not {text!r}"
+        )
+    return seconds

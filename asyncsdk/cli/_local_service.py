@@ -36,13 +36,13 @@ class LocalService:
     registry: Registry
     webhook_url: str
 
-    def client(self) -> Client:
+    def client(self, min_poll_interval: float = 0.5) -> Client:
         # The sandbox has no polling limit; polls are only the fallback when a webhook is late.
         return Client(
             api_key=self.sandbox.api_key,
             base_url=self.sandbox.base_url,
             app_url=self.sandbox.app_url,
-            min_poll_interval=0.5,
+            min_poll_interval=min_poll_interval,
             # `process` paces creations itself (with --generation-limit, the sandbox enforces
             # the same limit); the demo's five jobs fit in any window.
             generation_limit=None,

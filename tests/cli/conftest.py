@@ -16,6 +16,9 @@ from asyncsdk import samples
 from asyncsdk.cli import main
 
 ENV_NAMES = ("ASYNCSDK_API_KEY", "ASYNCSDK_BASE_URL", "ASYNCSDK_APP_URL", "ASYNCSDK_WEBHOOK_TOKEN")
+FAST_POLLS = ("--poll-interval", "0.05")
+"""For ``process`` against a test's sandbox, which has no polling limit (the service's 5 s would
+make each run wait 5 s)."""
 
 
 @pytest.fixture(autouse=True)

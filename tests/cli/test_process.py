@@ -14,7 +14,7 @@ import pytest
 
 from asyncsdk.sandbox import Sandbox, SandboxConfig
 
-from .conftest import run_cli, subprocess_env
+from .conftest import FAST_POLLS, run_cli, subprocess_env
 
 STAGING = ["tool-virtual-staging", "-w", "space=bedroom", "-w", "style=modern"]
 STATE_FILE = ".asyncsdk-process.jsonl"  # the journal in --out, named in `process --help`
@@ -39,7 +39,7 @@ def _results(out: Path) -> set[str]:
 
 def stage_args(sb: Sandbox, photos: Path, out: Path) -> list[str | Path]:
     """``asyncsdk process`` staging ``photos`` into ``out`` against ``sb``."""
-    return ["process", *STAGING, photos, "--out", out, "--base-url", sb.base_url]
+    return ["process", *STAGING, photos, "--out", out, "--base-url", sb.base_url, *FAST_POLLS]
 
 
 def _state_lines(out: Path) -> list[dict[str, object]]:
@@ -64,7 +64,16 @@ async def test_second_run_skips_done_photos(
 
         # The same job spelled another way: short tool name, widgets in another order and case.
         again: list[str | Path] = ["process", "virtual-staging", "-w", "style=Modern"]
-        again += ["-w", "space=Bedroom", photos, "--out", out, "--base-url", sb.base_url]
+        again += [
+            "-w",
+            "space=Bedroom",
+            photos,
+            "--out",
+            out,
+            "--base-url",
+            sb.base_url,
+            *FAST_POLLS,
+        ]
         assert await run_cli(*again) == 0
         assert sb.stats.processes_created == 2  # nothing new was created, nothing uploaded
         assert sb.stats.orders_created == 2
@@ -174,7 +183,7 @@ async def refused_staging(
         monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
         code = await run_cli(
             "process", "tool-virtual-staging", photos, *options,
-            "--out", out, "--base-url", sb.base_url,
+            "--out", out, "--base-url", sb.base_url, *FAST_POLLS,
         )  # fmt: skip
         assert code == 2
         assert sb.stats.orders_created == 0
@@ -214,7 +223,7 @@ async def test_a_changed_photo_or_other_widgets_make_a_new_job(
     photo = photos / "bedroom-empty.jpg"
     async with Sandbox(SandboxConfig()) as sb:
         monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
-        where = ["--out", out, "--base-url", sb.base_url]
+        where = ["--out", out, "--base-url", sb.base_url, *FAST_POLLS]
         assert await run_cli("process", *STAGING, photo, *where) == 0
         assert sb.stats.processes_created == 1
         # Other settings: a new process, and a result of another name beside the first.
@@ -243,11 +252,11 @@ async def test_a_process_created_on_another_service_is_not_paid_for_again(
     async with Sandbox(never) as first:
         monkeypatch.setenv("ASYNCSDK_API_KEY", first.api_key)
         args = ["process", *STAGING, photo, "--out", out, "--timeout", "0.3"]
-        assert await run_cli(*args, "--base-url", first.base_url) == 1
+        assert await run_cli(*args, "--base-url", first.base_url, *FAST_POLLS) == 1
         assert first.stats.processes_created == 1
     async with Sandbox(SandboxConfig()) as second:
         capsys.readouterr()
-        assert await run_cli(*args, "--base-url", second.base_url) == 1
+        assert await run_cli(*args, "--base-url", second.base_url, *FAST_POLLS) == 1
         assert second.stats.orders_created == 0
         assert second.stats.processes_created == 0
     printed = capsys.readouterr().out
@@ -285,7 +294,7 @@ async def test_the_line_after_a_cut_one_starts_a_line_of_its_own(
     out = tmp_path / "out"
     async with Sandbox(SandboxConfig()) as sb:
         monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
-        where = ["--out", out, "--base-url", sb.base_url]
+        where = ["--out", out, "--base-url", sb.base_url, *FAST_POLLS]
         assert await run_cli("process", *STAGING, photos / "bedroom-empty.jpg", *where) == 0
         with (out / STATE_FILE).open("a") as file:
             file.write('{"key": "cut short by a cra')
@@ -298,6 +307,32 @@ async def test_the_line_after_a_cut_one_starts_a_line_of_its_own(
     }
 
 
+async def test_the_poll_interval_is_the_floor_between_two_polls_of_a_process(
+    photos: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Against a sandbox, which has no polling limit, a run need not wait the service's 5 s
+    between polls: the option sets the floor the client keeps."""
+    photo = photos / "bedroom-empty.jpg"
+    async with Sandbox(SandboxConfig(processing_delay=0.6)) as sb:
+        monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
+        where = ["--out", tmp_path / "out", "--base-url", sb.base_url, "--poll-interval", "0.1"]
+        assert await run_cli("process", *STAGING, photo, *where) == 0
+        polls = sb.stats.requests["GET /v3/process/{id}"]
+    assert polls >= 3  # at least 0.1 s apart while it processed for 0.6 s; 5 s apart by default
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "soon", "nan", "inf"])
+async def test_a_poll_interval_that_is_not_seconds_above_0_is_refused(
+    value: str, photos: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert await run_cli("process", *STAGING, photos, f"--poll-interval={value}") == 2
+    err = capsys.readouterr().err
+    assert (
+        f"argument --poll-interval: takes a number of seconds above 0, e.g. 0.5, not {value!r}"
+        in err
+    )
+
+
 async def test_widget_options_on_the_command_line(
     photos: Path,
     tmp_path: Path,
@@ -307,7 +342,7 @@ async def test_widget_options_on_the_command_line(
     photo = photos / "bedroom-empty.jpg"
     async with Sandbox(SandboxConfig()) as sb:
         monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
-        where = ["--out", tmp_path / "out", "--base-url", sb.base_url, "--dry-run"]
+        where = ["--out", tmp_path / "out", "--base-url", sb.base_url, *FAST_POLLS, "--dry-run"]
         enhance = ["tool-image-enhancement", "-w", "space=indoor"]
         options = "enhancement_options"
         # A multi-select widget: its name repeated, or its values separated by commas.
@@ -397,7 +432,7 @@ async def test_a_second_run_on_the_same_folder_stops_instead_of_paying_again(
         first = await _process_in_a_child(sb, *args)
         try:
             monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
-            where = ["--base-url", sb.base_url]
+            where = ["--base-url", sb.base_url, *FAST_POLLS]
             assert await run_cli("process", *args, *where) == 2  # a second run: 30 s, not 600
             assert await run_cli("process", *args, *where, "--dry-run") == 0  # looking is fine
             assert sb.stats.processes_created == 1
@@ -419,7 +454,7 @@ async def test_every_process_one_creation_makes_is_recorded_and_collected(
     async with Sandbox(SandboxConfig(processes_per_request=2)) as sb:
         monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
         args = ["process", *STAGING, photos / "bedroom-empty.jpg", "--out", out]
-        args += ["--base-url", sb.base_url]
+        args += ["--base-url", sb.base_url, *FAST_POLLS]
         assert await run_cli(*args) == 0
         assert sb.stats.processes_created == 2
         assert len(_results(out)) == 2  # one result image of each process

@@ -18,7 +18,7 @@ import pytest
 
 from asyncsdk.sandbox import Sandbox, SandboxConfig
 
-from .conftest import run_cli
+from .conftest import FAST_POLLS, run_cli
 from .hostile import PNG, Rewrite, hostile_service
 
 STAGING = ["tool-virtual-staging", "-w", "space=bedroom", "-w", "style=modern"]
@@ -54,7 +54,9 @@ async def process(
     """``asyncsdk process`` of the staging job on ``photo`` against the rewriting proxy."""
     async with Sandbox(SandboxConfig()) as sb, hostile_service(sb, rewrite) as base:
         monkeypatch.setenv("ASYNCSDK_API_KEY", sb.api_key)
-        return await run_cli("process", *STAGING, photo, "--out", out, "--base-url", base, *more)
+        return await run_cli(
+            "process", *STAGING, photo, "--out", out, "--base-url", base, *FAST_POLLS, *more
+        )
 
 
 async def expected_name(
