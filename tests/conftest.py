@@ -159,6 +159,13 @@ def store_dsn(
     return through_pgbouncer(route.removeprefix("pgbouncer-"))
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked ``slow`` run first, in their order, then the others in theirs: the test
+    processes start on the long tests and end on short ones, instead of one of them running a
+    long test alone while the others are done."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 # -- each store of webhooks.stores.STORES ---------------------------------------------------------
 
 

@@ -10,9 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_quick_run_writes_a_report_with_its_sections(tmp_path: Path) -> None:
     out = tmp_path / "RESULTS.md"
     completed = subprocess.run(
@@ -90,6 +93,7 @@ def _update_upload(out: Path) -> None:
     assert completed.returncode == 0, completed.stdout + completed.stderr
 
 
+@pytest.mark.slow
 def test_an_update_replaces_the_sections_run_and_keeps_the_others(tmp_path: Path) -> None:
     out = tmp_path / "RESULTS.md"
     before = (ROOT / "benchmarks" / "RESULTS.md").read_text()

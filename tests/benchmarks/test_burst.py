@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import attrs
+import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
@@ -61,6 +62,7 @@ async def test_503s_are_sent_again_after_their_retry_after_and_counted() -> None
     assert result["p99_s"] > 0
 
 
+@pytest.mark.slow
 def test_a_burst_past_the_queue_limit_is_answered_503_then_accepted_and_none_is_lost(
     tmp_path: Path,
 ) -> None:

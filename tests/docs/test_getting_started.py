@@ -73,6 +73,7 @@ def shown(lines: list[str]) -> re.Pattern[str]:
     )
 
 
+@pytest.mark.slow
 async def test_the_pages_commands_typed_in_order_work(tmp_path: Path) -> None:
     steps = console_steps(PAGE)
     assert {command for command, _ in steps} >= set(NOT_RUN)

@@ -17,9 +17,6 @@ import asyncsdk
 import webhooks
 import webhooks.contract
 
-# The site is built once per test process: its tests share one (with pytest-xdist, one worker).
-pytestmark = pytest.mark.xdist_group("site")
-
 PACKAGES: tuple[ModuleType, ...] = (asyncsdk, webhooks)
 #: The modules whose ``__all__`` is public: the packages and what a backend author imports.
 MODULES: tuple[ModuleType, ...] = (*PACKAGES, webhooks.contract)

@@ -15,9 +15,6 @@ import webhooks.asgi
 import webhooks.contract
 import webhooks.stores
 
-# The site is built once per test process: its tests share one (with pytest-xdist, one worker).
-pytestmark = pytest.mark.xdist_group("site")
-
 #: The names each package's reference page documents: its ``__all__`` and its public modules'.
 PACKAGES = {
     "asyncsdk": [*asyncsdk.__all__, *(f"telemetry.{n}" for n in asyncsdk.telemetry.__all__)],

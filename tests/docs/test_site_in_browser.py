@@ -18,9 +18,6 @@ from aiohttp import web
 from browser import Browser, Watched, chromium
 from yarl import URL
 
-# The site is built once per test process: its tests share one (with pytest-xdist, one worker).
-pytestmark = pytest.mark.xdist_group("site")
-
 #: Pages whose screenshots are kept: a diagram, long code, the included ARCHITECTURE.md.
 SCREENSHOTS = (
     "index.html",
@@ -150,6 +147,7 @@ def diagrams_by_page(site: Path) -> dict[str, int]:
     }
 
 
+@pytest.mark.slow
 async def test_every_page_works_offline_in_a_real_browser(
     site: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

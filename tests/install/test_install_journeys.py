@@ -10,7 +10,6 @@ against a running service (the sandbox of this test process stands in for it).
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import os
 import shutil
 import subprocess
@@ -18,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from built_once import built_once
 
 from asyncsdk import samples
 from asyncsdk.sandbox import Sandbox, SandboxConfig
@@ -63,27 +63,19 @@ def _ok(result: subprocess.CompletedProcess[str]) -> str:
 
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The project's wheel, built once for the whole run: with pytest-xdist, by the first worker
-    that needs it, in the folder the workers share, while the others wait on its lock."""
-    shared = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = shared.parent  # each worker's base folder is one of the run's
-    out = shared / "wheel"
-    out.mkdir(exist_ok=True)
-    with (out / "lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        built = sorted(out.glob("asyncsdk-*.whl"))
-        if not built:
-            _ok(
-                _run(
-                    [sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", out, ROOT],
-                    cwd=out,
-                    timeout=PIP_TIMEOUT,
-                )
+    """The project's wheel, built once for the run."""
+
+    def build(out: Path) -> None:
+        _ok(
+            _run(
+                [sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", out, ROOT],
+                cwd=out,
+                timeout=PIP_TIMEOUT,
             )
-            built = sorted(out.glob("asyncsdk-*.whl"))
-    (one,) = built
-    return one
+        )
+
+    (built,) = built_once(tmp_path_factory, "wheel", build).glob("asyncsdk-*.whl")
+    return built
 
 
 #: Prints the version of a final release with the GIL ("3 13"), or nothing.

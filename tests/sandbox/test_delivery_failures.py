@@ -243,6 +243,7 @@ class LateReceiver:
             await self._runner.cleanup()
 
 
+@pytest.mark.slow
 async def test_a_receiver_started_late_gets_its_event_from_the_command_lines_schedule() -> None:
     late = LateReceiver()
     child = await asyncio.create_subprocess_exec(
