@@ -205,6 +205,7 @@ async def _service(
     args: argparse.Namespace, limit: GenerationPace | None
 ) -> AsyncIterator[tuple[Client, ResultWaiter | None, str]]:
     """A client, the registry to wait on (embedded sandbox only) and the service's identity."""
+    floor = {} if args.poll_interval is None else {"min_poll_interval": args.poll_interval}
     if args.sandbox:
         config = SandboxConfig(pending_delay=0.2, processing_delay=0.5)
         if limit is not None:  # the embedded sandbox enforces the limit asked for, as the service
@@ -214,7 +215,6 @@ async def _service(
                 rate_limit_count=limit.calls,
                 rate_limit_window=limit.period,
             )
-        floor = {} if args.poll_interval is None else {"min_poll_interval": args.poll_interval}
         async with local_service(config) as local, local.client(**floor) as client:
             yield client, local.registry, f"sandbox:{uuid.uuid4().hex}"
         return
@@ -222,7 +222,6 @@ async def _service(
     # Creations are paced by the command itself (see _pace), with the slots of earlier runs, so
     # the client's own limit is off: two pacers would wait twice.  The key is read by the client
     # from ASYNCSDK_API_KEY, so that a refused key's message names that variable.
-    floor = {} if args.poll_interval is None else {"min_poll_interval": args.poll_interval}
     async with Client(base_url=base, app_url=app, generation_limit=None, **floor) as client:
         yield client, None, str(client.settings.base_url)
 
