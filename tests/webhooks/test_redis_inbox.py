@@ -131,6 +131,38 @@ async def test_ack_deletes_the_entry_so_the_stream_stays_small(
         await inbox.close()
 
 
+async def test_an_ack_keeps_the_dedup_key_for_the_retention_whichever_node_acks(
+    redis_url: str, redis_prefix: str, raw_redis: redis.asyncio.Redis
+) -> None:
+    # The node that handed an entry out acks it with the dedup key it read; another node's ack
+    # reads the key from the entry.  Either way the key lasts the retention from the ack, even
+    # when it had almost run out, or had run out, before.
+    here = RedisInbox(redis_url, prefix=redis_prefix, retention=3600)
+    there = RedisInbox(redis_url, prefix=redis_prefix, retention=3600)
+    try:
+        for name in ("p-1", "p-2", "p-3", "p-4"):
+            assert await here.put(event(name), name.encode()) is True
+        entries = await here.claim_batch("c1", 4)
+        dedup_keys = {}
+        for entry in entries:
+            pattern = f'{redis_prefix}inbox:dedup:*"{entry.raw.decode()}"*'
+            (dedup_keys[entry.id],) = [k async for k in raw_redis.scan_iter(match=pattern)]
+        one, two, three, four = entries
+        await raw_redis.expire(dedup_keys[one.id], 5)
+        await raw_redis.delete(dedup_keys[two.id])
+        await raw_redis.expire(dedup_keys[three.id], 5)
+        await raw_redis.delete(dedup_keys[four.id])
+        await here.ack_many([one.id, two.id])
+        await there.ack_many([three.id, four.id])
+        for entry in entries:
+            assert 3500 < await raw_redis.ttl(dedup_keys[entry.id]) <= 3600, entry.raw
+            assert await there.put(entry.event, entry.raw) is False
+        assert await raw_redis.xlen(f"{redis_prefix}inbox:stream") == 0
+    finally:
+        await here.close()
+        await there.close()
+
+
 async def test_every_key_is_under_the_prefix_and_expires(
     redis_url: str, redis_prefix: str, raw_redis: redis.asyncio.Redis
 ) -> None:

@@ -82,6 +82,9 @@ _MARK_EVERY: Final = 1.0
 """Seconds between the checks of the sequence sent with claims (puts check it each time)."""
 _MAX_REPLICA_TIMEOUT: Final = 5.0
 """Longest ``replica_timeout``: well within the socket timeout of the inbox's connections."""
+_HELD_AT_MOST: Final = 100_000
+"""Entries whose dedup key an inbox remembers for their acks: far more than a node's workers hold
+at once; past it the oldest is forgotten (its ack then reads the entry)."""
 _PERSISTENCE_FRESH: Final = 30.0
 """Seconds :meth:`RedisInbox.stats` reuses its last read of the server's persistence (``INFO``
 and ``CONFIG GET``): a node reads its figures every few seconds, and persistence rarely changes."""
@@ -122,9 +125,9 @@ class RedisInbox:
 
     ``client`` lets you pass your own ``redis.asyncio.Redis`` (it must not decode responses); it is
     then yours to close.  Otherwise the inbox opens a pool on ``url`` and closes it in ``close``.
-    Keys live under ``prefix`` and expire ``retention`` seconds after the inbox was last used; a
-    finished event's dedup key is kept ``retention`` seconds after its ack.  Works with one Redis
-    server (with replicas or Sentinel), not with Redis Cluster.
+    Keys live under ``prefix`` and expire ``retention`` seconds (less at most one) after the inbox
+    was last used; a finished event's dedup key is kept ``retention`` seconds after its ack.
+    Works with one Redis server (with replicas or Sentinel), not with Redis Cluster.
 
     ``durability`` says when a put is answered (and so when the receiver answers 2xx):
 
@@ -184,6 +187,11 @@ class RedisInbox:
     _next_mark: float = attrs.field(default=0.0, init=False)
     _persistence_read: tuple[float, Persistence] | None = attrs.field(default=None, init=False)
     """``time.monotonic()`` of the last persistence read for :meth:`stats`, and what it gave."""
+    _held: dict[str, str] = attrs.field(factory=dict, init=False)
+    """The dedup key text of each entry this inbox handed out and that was not settled through it
+    yet, oldest first, at most ``_HELD_AT_MOST``: their acks need not read the entries back (the
+    server's work per delivery, ``python -m benchmarks.redis_server_cpu``).  An ack of an id not
+    here has the script read it."""
 
     def __repr__(self) -> str:  # host:port/db only: the URL may hold a password
         return f"RedisInbox({where(self._redis)!r}, prefix={self.prefix!r})"
@@ -295,7 +303,7 @@ class RedisInbox:
         def handed_out(reply: Any) -> InboxEntry | None:
             if not self._is_stored(known, reply):
                 return None
-            return self._handed_out(reply[3:], reply[0], event, body, received_at)
+            return self._handed_out(reply[3:], reply[0], event, body, received_at, dedup)
 
         return self._submit(
             "PUT_CLAIMED",
@@ -321,21 +329,39 @@ class RedisInbox:
             logger.error(loss_line(lost, known, where(self._redis), self.prefix))
         self._high_water = max(self._high_water, seq)
 
-    @staticmethod
     def _handed_out(
-        row: list[Any], new_id: bytes, event: StoredEvent, raw: bytes, received_at: float
+        self,
+        row: list[Any],
+        new_id: bytes,
+        event: StoredEvent,
+        raw: bytes,
+        received_at: float,
+        dedup: str,
     ) -> InboxEntry:
         """The entry a PUT_CLAIMED script handed out (its ``row``): the new one is built from
         the event at hand; an older one is read from its row."""
         if row[0] != new_id:
-            return _scripts.parse_entry(row)
-        return InboxEntry(
+            return self._hold(row)
+        entry = InboxEntry(
             id=new_id.decode(),
             event=event,
             raw=raw,
             attempts=int(row[2]),
             received_at=received_at,
         )
+        self._note_held(entry.id, dedup)
+        return entry
+
+    def _hold(self, row: list[Any]) -> InboxEntry:
+        """The entry of a row a script handed out, its dedup key noted for its ack."""
+        entry, dedup = _scripts.parse_held(row)
+        self._note_held(entry.id, dedup)
+        return entry
+
+    def _note_held(self, entry_id: str, dedup: str) -> None:
+        if len(self._held) >= _HELD_AT_MOST:
+            del self._held[next(iter(self._held))]
+        self._held[entry_id] = dedup
 
     async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
         """Due retries and replays first, then abandoned claims, then new entries."""
@@ -356,7 +382,7 @@ class RedisInbox:
                 self._ttl,
             ],
         )
-        return [_scripts.parse_entry(row) for row in rows]
+        return [self._hold(row) for row in rows]
 
     async def extend(self, consumer: str, entry_ids: Sequence[str]) -> None:
         """Renew the claims ``consumer`` holds on ``entry_ids``: :meth:`~webhooks.Inbox.extend`."""
@@ -371,12 +397,15 @@ class RedisInbox:
 
     async def ack_many(self, entry_ids: Sequence[str]) -> None:
         """:meth:`ack` for every id, in one script call (sent in the next pipeline)."""
-        ids = [entry_id for entry_id in entry_ids if _scripts.is_entry_id(entry_id)]
-        if ids:
+        held: list[str] = []
+        for entry_id in entry_ids:
+            if _scripts.is_entry_id(entry_id):
+                held += (entry_id, self._held.pop(entry_id, ""))
+        if held:
             await self._batched(
                 "ACK",
                 list(self._keys.keys),
-                [_scripts.GROUP, self._keys.dedup_prefix, self._ttl, *ids],
+                [_scripts.GROUP, self._keys.dedup_prefix, self._ttl, *held],
             )
 
     def new_writes(self) -> RedisWrites:
@@ -403,6 +432,7 @@ class RedisInbox:
                 _scripts.GROUP,
                 consumer,
                 entry_id,
+                self._held.pop(entry_id, ""),
                 self._keys.dedup_prefix,
                 self._ttl,
                 *encode_writes(commands),
@@ -413,6 +443,7 @@ class RedisInbox:
     async def retry_later(self, entry_id: str, error: str, delay: float) -> None:
         """Release the entry, due again in ``delay`` s: :meth:`~webhooks.Inbox.retry_later`."""
         delay = require_seconds("delay", delay, zero_ok=True)
+        self._held.pop(entry_id, None)
         if _scripts.is_entry_id(entry_id):
             delay_ms = round(min(delay, 10 * 365 * 86400.0) * 1000)
             await self._run(
@@ -423,6 +454,7 @@ class RedisInbox:
 
     async def dead_letter(self, entry_id: str, error: str) -> None:
         """Park the entry until replayed; record ``error``: :meth:`~webhooks.Inbox.dead_letter`."""
+        self._held.pop(entry_id, None)
         if _scripts.is_entry_id(entry_id):
             await self._run(
                 "DEAD_LETTER",

@@ -1,7 +1,7 @@
 """The Lua scripts of the Redis backends and the pure helpers around them (no I/O here).
 
-Inbox layout, all under the prefix ``P`` (every key expires ``retention`` seconds after the inbox
-was last written or claimed from; the dedup keys have their own TTL)::
+Inbox layout, all under the prefix ``P`` (every key expires ``retention`` seconds, less at most
+one, after the inbox was last written or claimed from; the dedup keys have their own TTL)::
 
     P inbox:stream        stream; one entry per accepted event (fields event, raw, at, key);
                           consumer group "workers" (created at id 0, so nothing is skipped)
@@ -63,6 +63,7 @@ __all__ = [
     "InboxKeys",
     "is_entry_id",
     "parse_entry",
+    "parse_held",
     "result_key",
     "results_channel",
 ]
@@ -103,12 +104,18 @@ class InboxKeys:
 
 def parse_entry(row: Sequence[object]) -> InboxEntry:
     """One ``{id, fields, attempts, last_error}`` row of CLAIM or DEAD_LETTERS as an entry."""
+    return parse_held(row)[0]
+
+
+def parse_held(row: Sequence[object]) -> tuple[InboxEntry, str]:
+    """:func:`parse_entry`, and the entry's dedup key text ('' if it has none) for its ack."""
     entry_id, fields, attempts, error = row
     if not isinstance(entry_id, bytes) or not isinstance(fields, list):
         raise InboxError(f"unexpected reply from an inbox script: {row!r}")
     data = dict(zip(fields[::2], fields[1::2], strict=True))
     raw = bytes(data[b"raw"])
-    return InboxEntry(
+    key = data.get(b"key", b"")
+    entry = InboxEntry(
         id=entry_id.decode(),
         event=decode_event(data[b"event"], raw),
         raw=raw,
@@ -116,6 +123,7 @@ def parse_entry(row: Sequence[object]) -> InboxEntry:
         last_error=error.decode("utf-8", "replace") if isinstance(error, bytes) else None,
         received_at=float(data[b"at"]),
     )
+    return entry, key.decode() if isinstance(key, bytes) else ""
 
 
 def result_key(prefix: str, process_id: str) -> str:
@@ -126,30 +134,51 @@ def results_channel(prefix: str) -> str:
     return f"{prefix}results"
 
 
-# Shared by the inbox scripts.  KEYS: stream, attempts, errors, delayed, dead, seq, losses.
-_COMMON = """
+# The key names every inbox script starts with.  KEYS: stream, attempts, errors, delayed, dead,
+# seq, losses.
+_KEY_NAMES = """
 local stream, attempts, errors, delayed, dead = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local seq, losses = KEYS[6], KEYS[7]
+"""
+
+# The inbox scripts' helpers, by name, each after the helpers it calls.
+_HELPERS: Final = {
+    "now_ms": """
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+""",
+    "touch": """
 local function touch(ttl)
   for i = 1, 5 do redis.call('EXPIRE', KEYS[i], ttl) end
 end
+""",
+    # touch, unless it was done less than a second ago: ``probe`` is a key every touch renews and
+    # that lost its TTL if it was created since (one PTTL in place of five EXPIREs per delivery).
+    "refresh": """
+local function refresh(ttl, probe)
+  if redis.call('PTTL', probe) < tonumber(ttl) * 1000 - 1000 then touch(ttl) end
+end
+""",
+    "field": """
 local function field(fields, name)
   for i = 1, #fields, 2 do
     if fields[i] == name then return fields[i + 1] end
   end
   return false
 end
+""",
+    "claimed": """
 local function claimed(group, id)
   local p = redis.pcall('XPENDING', stream, group, id, id, 1)
   return type(p) == 'table' and not p.err and #p > 0
 end
--- ``known``: the highest seq the calling node was answered.  Below it, Redis lost acknowledged
--- puts: count them, raise seq back to ``known`` (so no other node counts them again), return how
--- many.
+""",
+    # ``known``: the highest seq the calling node was answered.  Below it, Redis lost
+    # acknowledged puts: count them, raise seq back to ``known`` (so no other node counts them
+    # again), return how many.
+    "high_water": """
 local function high_water(known)
   known = tonumber(known)
   local now = tonumber(redis.call('GET', seq) or '0')
@@ -159,33 +188,67 @@ local function high_water(known)
   redis.call('HSET', losses, 'last', now_ms() .. ' ' .. known .. ' ' .. now)
   return known - now
 end
+""",
+    "forget": """
 local function forget(id)
   redis.call('HDEL', attempts, id)
   redis.call('HDEL', errors, id)
 end
-local function ack(group, id, dedup_prefix, retention)
-  local e = redis.call('XRANGE', stream, id, id)
-  redis.pcall('XACK', stream, group, id)
-  forget(id)
-  redis.call('ZREM', delayed, id)
-  redis.call('ZREM', dead, id)
-  if #e == 0 then return 0 end
-  redis.call('XDEL', stream, id)
-  local key = field(e[1][2], 'key')
-  if key then redis.call('SET', dedup_prefix .. key, '1', 'EX', retention) end
-  return 1
+""",
+    # Finishes entries, each structure written once for them all.  ``held``: each entry's id,
+    # then its dedup key text as the caller read it when the entry was handed out, or '' for the
+    # script to read it from the entry.  Each dedup key is kept ``retention`` seconds from now.
+    # Returns how many of the entries were unfinished.
+    "ack": """
+local function ack(group, held, dedup_prefix, retention)
+  local ids = {}
+  for i = 1, #held, 2 do
+    local id, key = held[i], held[i + 1]
+    ids[#ids + 1] = id
+    if key == '' then
+      local e = redis.call('XRANGE', stream, id, id)
+      key = #e > 0 and field(e[1][2], 'key')
+    end
+    if key then
+      local dedup = dedup_prefix .. key
+      if redis.call('EXPIRE', dedup, retention) == 0 then
+        redis.call('SET', dedup, '1', 'EX', retention)
+      end
+    end
+  end
+  redis.pcall('XACK', stream, group, unpack(ids))
+  redis.call('HDEL', attempts, unpack(ids))
+  redis.call('HDEL', errors, unpack(ids))
+  redis.call('ZREM', delayed, unpack(ids))
+  redis.call('ZREM', dead, unpack(ids))
+  return redis.call('XDEL', stream, unpack(ids))
 end
-"""
+""",
+}
+
+
+def _inbox_script(body: str) -> str:
+    """An inbox script: the key names, the helpers its body calls (and those they call), then the
+    body.  Each helper is a closure made on every run, so a script carries only those it uses
+    (the server's work per delivery, ``python -m benchmarks.redis_server_cpu``)."""
+    calls, needed = body, set()
+    for name in reversed(_HELPERS):
+        if re.search(rf"\b{name}\(", calls):
+            needed.add(name)
+            calls += _HELPERS[name]
+    return _KEY_NAMES + "".join(code for name, code in _HELPERS.items() if name in needed) + body
+
 
 # KEYS: common + dedup key.  ARGV: ttl, event, raw, received_at, dedup text, the node's high-water
 # mark.  The dedup claim, the XADD and the INCR of seq happen together or not at all: if XADD
 # fails, the claim is undone.  A duplicate renews its dedup key's TTL: a write, so that a WAIT
-# after it also waits for the write of the entry it duplicates.
+# after it also waits for the write of the entry it duplicates.  A new entry's INCR also tells
+# whether seq had fallen below the mark (high_water's check, without its GET).
 # Returns {new id, or false for a duplicate; seq; entries found lost}.
 _PUT = """
-local lost = high_water(ARGV[6])
 if not redis.call('SET', KEYS[8], '1', 'NX', 'EX', ARGV[1]) then
   redis.call('EXPIRE', KEYS[8], ARGV[1])
+  local lost = high_water(ARGV[6])
   return {false, tonumber(redis.call('GET', seq) or '0'), lost}
 end
 local id = redis.pcall('XADD', stream, '*', 'event', ARGV[2], 'raw', ARGV[3], 'at', ARGV[4],
@@ -195,19 +258,32 @@ if type(id) == 'table' and id.err then
   return id
 end
 local n = redis.call('INCR', seq)
-touch(ARGV[1])
+local lost = 0
+if n - 1 < tonumber(ARGV[6]) then
+  redis.call('DECR', seq)
+  lost = high_water(ARGV[6])
+  n = redis.call('INCR', seq)
+end
 """
-PUT: Final = _COMMON + _PUT + "return {id, n, lost}\n"
+PUT: Final = _inbox_script(_PUT + "refresh(ARGV[1], stream)\nreturn {id, n, lost}\n")
 
 # As PUT, then ARGV: group, consumer.  Hands the consumer the oldest entry no consumer has taken
-# (XREADGROUP: the new one unless others wait before it).  Returns PUT's reply for a duplicate,
-# else {new id, seq, entries found lost, then that entry's row: id, fields, attempts, last_error}.
-PUT_CLAIMED: Final = (
-    _COMMON
-    + _PUT
+# (XREADGROUP: the new one unless others wait before it; the group is created on its first
+# NOGROUP).  Returns PUT's reply for a duplicate, else {new id, seq, entries found lost, then the
+# row of the entry handed out: id, fields, attempts, last_error}; for the new entry itself, whose
+# fields the caller holds, the row is {id, false, attempts, false}.
+PUT_CLAIMED: Final = _inbox_script(
+    _PUT
     + """
-redis.pcall('XGROUP', 'CREATE', stream, ARGV[7], '0')
-local r = redis.call('XREADGROUP', 'GROUP', ARGV[7], ARGV[8], 'COUNT', 1, 'STREAMS', stream, '>')
+local function read_new()
+  return redis.pcall('XREADGROUP', 'GROUP', ARGV[7], ARGV[8], 'COUNT', 1, 'STREAMS', stream, '>')
+end
+local r = read_new()
+if type(r) == 'table' and r.err and string.sub(r.err, 1, 7) == 'NOGROUP' then
+  redis.call('XGROUP', 'CREATE', stream, ARGV[7], '0')
+  r = read_new()
+end
+if type(r) == 'table' and r.err then return r end
 if not r then
   -- Only if the group was moved past the new entry: undo the put rather than half-succeed.
   redis.call('XDEL', stream, id)
@@ -217,8 +293,9 @@ if not r then
 end
 local e = r[1][2][1]
 local handed = redis.call('HINCRBY', attempts, e[1], 1)
--- The put touched the five keys; of them only attempts can have been created since.
-redis.call('EXPIRE', attempts, ARGV[1])
+-- attempts is the one key this script can have created: it is the probe.
+refresh(ARGV[1], attempts)
+if e[1] == id then return {id, n, lost, id, false, handed, false} end
 return {id, n, lost, e[1], e[2], handed, redis.call('HGET', errors, e[1])}
 """
 )
@@ -226,9 +303,8 @@ return {id, n, lost, e[1], e[2], handed, redis.call('HGET', errors, e[1])}
 # ARGV: group, consumer, limit, claim timeout (ms), ttl.
 # Returns rows {id, fields, attempts, last_error}: due retries first, then abandoned claims, then
 # new entries.
-CLAIM: Final = (
-    _COMMON
-    + """
+CLAIM: Final = _inbox_script(
+    """
 local group, consumer, limit = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local out = {}
 if redis.call('EXISTS', stream) == 0 then return out end
@@ -263,15 +339,14 @@ if #out < limit then
                        'STREAMS', stream, '>')
   if r then take(r[1][2]) end
 end
-touch(ARGV[5])
+refresh(ARGV[5], attempts)
 return out
 """
 )
 
 # ARGV: group, consumer, ids...  Resets the idle time of the ids the consumer holds.
-EXTEND: Final = (
-    _COMMON
-    + """
+EXTEND: Final = _inbox_script(
+    """
 local n = 0
 for i = 3, #ARGV do
   local p = redis.pcall('XPENDING', stream, ARGV[1], ARGV[i], ARGV[i], 1, ARGV[2])
@@ -284,43 +359,38 @@ return n
 """
 )
 
-# ARGV: group, dedup key prefix, retention, ids...  Returns how many of the ids were unfinished.
-ACK: Final = (
-    _COMMON
-    + """
-local n = 0
-for i = 4, #ARGV do
-  n = n + ack(ARGV[1], ARGV[i], ARGV[2], ARGV[3])
-end
-return n
+# ARGV: group, dedup key prefix, retention, then each id followed by its dedup key text or ''
+# (see ack).  Returns how many of the entries were unfinished.
+ACK: Final = _inbox_script(
+    """
+return ack(ARGV[1], {unpack(ARGV, 4)}, ARGV[2], ARGV[3])
 """
 )
 
-# ARGV: group, consumer, id, dedup key prefix, retention, then the handlers' writes, each as its
-# argument count followed by its arguments (see encode_writes).  Only while the consumer holds the
-# entry: the writes, then the ack; otherwise nothing, and 0.  A write that fails stops the script
-# with its error before the ack (Redis keeps the writes made before it, as MULTI/EXEC would).
-ACK_WITH: Final = (
-    _COMMON
-    + """
+# ARGV: group, consumer, id, its dedup key text or '' (see ack), dedup key prefix, retention, then
+# the handlers' writes, each as its argument count followed by its arguments (see encode_writes).
+# Only while the consumer holds the entry: the writes, then the ack; otherwise nothing, and 0.  A
+# write that fails stops the script with its error before the ack (Redis keeps the writes made
+# before it, as MULTI/EXEC would).
+ACK_WITH: Final = _inbox_script(
+    """
 local group, consumer, id = ARGV[1], ARGV[2], ARGV[3]
 local p = redis.pcall('XPENDING', stream, group, id, id, 1, consumer)
 if type(p) ~= 'table' or p.err or #p == 0 then return 0 end
-local i = 6
+local i = 7
 while i <= #ARGV do
   local n = tonumber(ARGV[i])
   redis.call(unpack(ARGV, i + 1, i + n))
   i = i + n + 1
 end
-ack(group, id, ARGV[4], ARGV[5])
+ack(group, {id, ARGV[4]}, ARGV[5], ARGV[6])
 return 1
 """
 )
 
 # ARGV: group, id, error, delay (ms), ttl.  Only a claimed or already delayed entry moves.
-RETRY_LATER: Final = (
-    _COMMON
-    + """
+RETRY_LATER: Final = _inbox_script(
+    """
 local id = ARGV[2]
 local held = claimed(ARGV[1], id)
 if not held and not redis.call('ZSCORE', delayed, id) then return 0 end
@@ -333,9 +403,8 @@ return 1
 )
 
 # ARGV: group, id, error, ttl, dedup key prefix, retention.
-DEAD_LETTER: Final = (
-    _COMMON
-    + """
+DEAD_LETTER: Final = _inbox_script(
+    """
 local id = ARGV[2]
 local held = claimed(ARGV[1], id)
 if not held and not redis.call('ZSCORE', delayed, id) then return 0 end
@@ -353,9 +422,8 @@ return 1
 )
 
 # ARGV: limit.  Rows as CLAIM's, oldest first.
-DEAD_LETTERS: Final = (
-    _COMMON
-    + """
+DEAD_LETTERS: Final = _inbox_script(
+    """
 local out = {}
 for _, id in ipairs(redis.call('ZRANGE', dead, 0, tonumber(ARGV[1]) - 1)) do
   local e = redis.call('XRANGE', stream, id, id)
@@ -371,9 +439,8 @@ return out
 )
 
 # KEYS[8]: the count of replays.  ARGV: id, ttl.  Returns 0 when the id is not a dead letter.
-REPLAY: Final = (
-    _COMMON
-    + """
+REPLAY: Final = _inbox_script(
+    """
 local id = ARGV[1]
 if redis.call('ZREM', dead, id) == 0 then return 0 end
 if #redis.call('XRANGE', stream, id, id) == 0 then forget(id) return 0 end
@@ -388,25 +455,22 @@ return 1
 
 # ARGV: the node's high-water mark.  Returns {seq, entries found lost}; sent with each claim, so
 # that a node that only handles entries finds a loss too.
-HIGH_WATER: Final = (
-    _COMMON
-    + """
+HIGH_WATER: Final = _inbox_script(
+    """
 local lost = high_water(ARGV[1])
 return {tonumber(redis.call('GET', seq) or '0'), lost}
 """
 )
 
-PENDING_COUNT: Final = (
-    _COMMON
-    + """
+PENDING_COUNT: Final = _inbox_script(
+    """
 return redis.call('XLEN', stream) - redis.call('ZCARD', dead)
 """
 )
 
 # ARGV: group, idle (ms).  Drops consumers that hold nothing and were idle that long.
-PRUNE_CONSUMERS: Final = (
-    _COMMON
-    + """
+PRUNE_CONSUMERS: Final = _inbox_script(
+    """
 local r = redis.pcall('XINFO', 'CONSUMERS', stream, ARGV[1])
 if type(r) ~= 'table' or r.err then return 0 end
 local n = 0
@@ -434,9 +498,8 @@ return n
 # walking the stream (dead letters, however many, are never read): the first *new* entry (after
 # the group's last delivered id), the first *claimed* one (XPENDING's summary), the oldest
 # *delayed* one (a retry, a replay: the few entries waiting out a pause).
-STATS: Final = (
-    _COMMON
-    + """
+STATS: Final = _inbox_script(
+    """
 local dead_count = redis.call('ZCARD', dead)
 local depth = redis.call('XLEN', stream) - dead_count
 local oldest = false
@@ -469,11 +532,10 @@ return {depth, dead_count, age, tonumber(redis.call('HGET', losses, 'count') or 
 
 # ARGV: group, id, dedup key prefix, retention.  Finishes a dead letter as an ack would (its dedup
 # key stays claimed for the retention); 0 when the id is not a dead letter.
-PURGE: Final = (
-    _COMMON
-    + """
+PURGE: Final = _inbox_script(
+    """
 if not redis.call('ZSCORE', dead, ARGV[2]) then return 0 end
-return ack(ARGV[1], ARGV[2], ARGV[3], ARGV[4])
+return ack(ARGV[1], {ARGV[2], ''}, ARGV[3], ARGV[4])
 """
 )
 
