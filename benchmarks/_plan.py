@@ -6,7 +6,16 @@ from typing import Any, Final
 
 import attrs
 
-SECTIONS: Final = ("client", "upload", "receiver", "registry", "e2e", "observe", "asgi")
+SECTIONS: Final = (
+    "client",
+    "upload",
+    "receiver",
+    "registry",
+    "e2e",
+    "observe",
+    "asgi",
+    "redis",
+)
 MIB: Final = 1024 * 1024
 
 
@@ -51,6 +60,8 @@ class Plan:
     pacing_window: float
     journal_runs: int
     """Pairs of ``client.run()`` (no journal, then keyed on SQLite) in the journal row."""
+    redis_deliveries: int
+    """Deliveries measured per variant and round in the Redis server's section."""
 
     def describe(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -80,6 +91,7 @@ def make_plan(*, quick: bool, runs: int | None) -> Plan:
             e2e_poll_samples=4,
             pacing_window=1.0,
             journal_runs=50,
+            redis_deliveries=2_000,
         )
     return Plan(
         quick=False,
@@ -109,6 +121,7 @@ def make_plan(*, quick: bool, runs: int | None) -> Plan:
         e2e_poll_samples=10,
         pacing_window=2.0,
         journal_runs=500,
+        redis_deliveries=20_000,
     )
 
 

@@ -22,6 +22,7 @@ TITLES = {
     "e2e": "5. End to end: completion in the sandbox → `wait()` returns",
     "observe": "6. Metrics and tracing on beside off",
     "asgi": "7. The receiver under uvicorn beside aiohttp",
+    "redis": "8. What a delivery costs the Redis server",
 }
 
 

@@ -1,4 +1,4 @@
-"""The seven sections, by key: each runs its helper processes and returns its part of the report."""
+"""The eight sections, by key: each runs its helper processes and returns its part of the report."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from benchmarks._receiver_section import run_receiver
 from benchmarks._registry_section import run_registry
 from benchmarks._shared import Section
 from benchmarks._upload_section import run_upload
+from benchmarks.redis_server_cpu import run_redis
 
 RUNNERS: dict[str, Callable[[Plan], Section]] = {
     "client": run_client,
@@ -24,6 +25,7 @@ RUNNERS: dict[str, Callable[[Plan], Section]] = {
     "e2e": run_e2e,
     "observe": run_observe,
     "asgi": run_asgi,
+    "redis": lambda plan: run_redis(plan.runs, plan.redis_deliveries),
 }
 
 
