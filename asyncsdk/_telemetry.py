@@ -173,7 +173,11 @@ class _Attempt:
         self._method = method = request.method
         self._url = url = request.url
         self._attempt = attempt
-        self._route, self._ids = route_of(url)
+        route, ids = request.route, None
+        if route is None:  # the builder did not name it: read it off the path
+            route, ids = route_of(url)
+        self._route = route
+        self._ids: dict[str, str] | None = ids  # read off the path when a recorded span ends
         self._status = 0
         self._span: Span | None = None
         self._recording = False
@@ -230,8 +234,9 @@ class _Attempt:
             attributes["server.port"] = url.port
         if self._attempt:
             attributes["http.request.resend_count"] = self._attempt
-        if "process_id" in self._ids:
-            attributes[PROCESS_ID_ATTRIBUTE] = self._ids["process_id"]
+        ids = self._ids if self._ids is not None else route_of(url)[1]
+        if "process_id" in ids:
+            attributes[PROCESS_ID_ATTRIBUTE] = ids["process_id"]
         if self._status:
             attributes["http.response.status_code"] = self._status
         return attributes

@@ -51,6 +51,9 @@ class Request:
     #: The key of a poll floor (a process id): attempts with the same key are sent at least the
     #: client's ``min_poll_interval`` apart, retries included.
     floor_key: str | None = None
+    #: The route template of ``url`` (``/v3/process/{process_id}``) when its builder knows it;
+    #: telemetry works it out from the URL otherwise.
+    route: str | None = None
 
     @property
     def replayable(self) -> bool:

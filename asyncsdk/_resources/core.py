@@ -17,6 +17,7 @@ from asyncsdk._protocol.responses import model_decoder
 from asyncsdk._protocol.retry import RetryPolicy
 from asyncsdk._resources.generations import Generations
 from asyncsdk._settings import Timeout
+from asyncsdk._telemetry import route_of
 from asyncsdk._transport import Transport
 from asyncsdk._uploads import MAX_UPLOAD_BYTES
 
@@ -45,6 +46,9 @@ class Core:
     timeout: Timeout
     retry: RetryPolicy
     _fixed_urls: dict[tuple[str, ...], URL] = attrs.field(
+        factory=dict, init=False, eq=False, repr=False
+    )
+    _routes: dict[tuple[str, ...], str] = attrs.field(
         factory=dict, init=False, eq=False, repr=False
     )
     _decoders: dict[type[Any], Callable[[Any], Any]] = attrs.field(
@@ -76,6 +80,25 @@ class Core:
             url = self._fixed_urls[segments] = endpoint(self.base_url, *segments)
         return url
 
+    def fixed_route(self, *segments: str) -> str:
+        """The route template of :meth:`fixed_url`, worked out once: a request's metrics need not
+        work it out of each URL (the ``observe`` goals about client metrics in
+        ``benchmarks/RESULTS.md``)."""
+        return self._route(segments, self.fixed_url(*segments))
+
+    def item_route(self, *collection: str) -> str:
+        """The route template of one item of the constant endpoint ``collection``
+        (``/v3/process/{process_id}``), worked out once, as :meth:`fixed_route`."""
+        prefix = self.fixed_url(*collection)
+        item = (*collection, "{item}")
+        return self._route(item, prefix.with_path(f"{prefix.raw_path}/item", encoded=True))
+
+    def _route(self, key: tuple[str, ...], url: URL) -> str:
+        route = self._routes.get(key)
+        if route is None:
+            route = self._routes[key] = route_of(url)[0]
+        return route
+
     def send(
         self, request: Request, decode: Callable[[Any], T], timeout: TimeoutArg = None
     ) -> Coroutine[Any, Any, T]:
@@ -103,7 +126,8 @@ class Core:
         url = prefix.with_path(f"{prefix.raw_path}/{quote(item_id, safe='')}", encoded=True)
         if width is not None or height is not None:
             url = url.with_query(dimensions(width, height))
-        request = Request(method="GET", url=url, floor_key=floor_key)
+        route = self.item_route(*collection)
+        request = Request(method="GET", url=url, floor_key=floor_key, route=route)
         return self.send(request, self.decoder(cls), timeout)
 
     def decoder(self, cls: type[T]) -> Callable[[Any], T]:

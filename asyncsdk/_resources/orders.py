@@ -59,7 +59,12 @@ class Orders:
             [("asset_file", upload) for upload in uploads],
             max_bytes=self._core.max_upload_bytes,
         )
-        request = Request(method="POST", url=self._core.fixed_url("v3", "order"), form=form)
+        request = Request(
+            method="POST",
+            url=self._core.fixed_url("v3", "order"),
+            route=self._core.fixed_route("v3", "order"),
+            form=form,
+        )
         return await self._core.send(
             request, model_decoder(self._core.converter, CreatedOrder), timeout
         )

@@ -224,7 +224,11 @@ class Processes:
         if process_group_id is not None:
             body["process_group_id"] = process_group_id
         request = Request(
-            method="POST", url=self._core.fixed_url("v3", "process"), json=body, generation=True
+            method="POST",
+            url=self._core.fixed_url("v3", "process"),
+            route=self._core.fixed_route("v3", "process"),
+            json=body,
+            generation=True,
         )
         generations = self._core.generations
         if reserved is None:

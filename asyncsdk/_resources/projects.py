@@ -27,7 +27,10 @@ class Projects:
         """Create a project for the property at ``address``."""
         require_text(address, "address")
         request = Request(
-            method="POST", url=self._core.fixed_url("v3", "project"), json={"address": address}
+            method="POST",
+            url=self._core.fixed_url("v3", "project"),
+            route=self._core.fixed_route("v3", "project"),
+            json={"address": address},
         )
         return await self._core.send(request, model_decoder(self._core.converter, Project), timeout)
 

@@ -36,7 +36,10 @@ class V1:
             max_bytes=self._core.max_upload_bytes,
         )
         request = Request(
-            method="POST", url=self._core.fixed_url("v1", "order", "image"), form=form
+            method="POST",
+            url=self._core.fixed_url("v1", "order", "image"),
+            route=self._core.fixed_route("v1", "order", "image"),
+            form=form,
         )
         return await self._core.send(
             request, model_decoder(self._core.converter, V1Upload), timeout
