@@ -208,6 +208,7 @@ class InboxContract:
             ("p-2", "gave up on p-2"),
         ]
         assert dead[0].raw == b"one"
+        assert [d.attempts for d in dead] == [1, 1]
         assert len(await inbox.dead_letters(limit=1)) == 1
         # A dead letter still holds its key.
         assert await inbox.put(event("p-1"), b"again") is False

@@ -208,13 +208,18 @@ async def test_every_key_is_under_the_prefix_and_expires(
 async def test_a_put_claimed_on_a_fresh_inbox_leaves_every_key_expiring(
     redis_url: str, redis_prefix: str, raw_redis: redis.asyncio.Redis
 ) -> None:
-    # The script that stores and hands out in one step creates the attempts hash after the put
-    # has set the keys' TTLs: that hash must expire too.
-    inbox = RedisInbox(redis_url, prefix=redis_prefix, retention=3600)
+    # The script that stores and hands out in one step creates the stream and the consumer group;
+    # the attempts hash appears with an entry's second hand-out, after the claim that made it.
+    inbox = RedisInbox(redis_url, prefix=redis_prefix, retention=3600, claim_timeout=0.2)
     try:
         entry = await inbox.submit_put_claimed(event("p-1"), b"one", "c1")
         assert entry is not None
+        assert entry.attempts == 1
+        await asyncio.sleep(0.3)
+        (again,) = await inbox.claim_batch("c2", 10)
+        assert again.attempts == 2
         keys = [k.decode() async for k in raw_redis.scan_iter(match=f"{redis_prefix}*")]
+        assert any(key.endswith(":stream") for key in keys)
         assert any(key.endswith(":attempts") for key in keys)
         for key in keys:
             ttl = await raw_redis.ttl(key)

@@ -5,7 +5,9 @@ one, after the inbox was last written or claimed from; the dedup keys have their
 
     P inbox:stream        stream; one entry per accepted event (fields event, raw, at, key);
                           consumer group "workers" (created at id 0, so nothing is skipped)
-    P inbox:attempts      hash  entry id -> times handed out
+    P inbox:attempts      hash  entry id -> times handed out, once handed out again (a first
+                          hand-out by XREADGROUP, which most entries never follow, is not
+                          written: an entry not here was handed out once)
     P inbox:errors        hash  entry id -> last error
     P inbox:delayed       zset  entry id -> due time (ms): retried entries and replayed dead letters
     P inbox:dead          zset  entry id -> receive time (ms): dead letters
@@ -189,6 +191,14 @@ local function high_water(known)
   return known - now
 end
 """,
+    # A hand-out after an entry's first: recorded, and the first (XREADGROUP's, not written)
+    # counted if nothing was recorded yet.  Returns the entry's hand-outs.
+    "handed_again": """
+local function handed_again(id)
+  redis.call('HSETNX', attempts, id, 1)
+  return redis.call('HINCRBY', attempts, id, 1)
+end
+""",
     "forget": """
 local function forget(id)
   redis.call('HDEL', attempts, id)
@@ -292,11 +302,10 @@ if not r then
   return redis.error_reply('the new entry could not be handed out')
 end
 local e = r[1][2][1]
-local handed = redis.call('HINCRBY', attempts, e[1], 1)
--- attempts is the one key this script can have created: it is the probe.
-refresh(ARGV[1], attempts)
-if e[1] == id then return {id, n, lost, id, false, handed, false} end
-return {id, n, lost, e[1], e[2], handed, redis.call('HGET', errors, e[1])}
+refresh(ARGV[1], stream)
+-- A first hand-out: one attempt, no error yet.
+if e[1] == id then return {id, n, lost, id, false, 1, false} end
+return {id, n, lost, e[1], e[2], 1, false}
 """
 )
 
@@ -309,12 +318,16 @@ local group, consumer, limit = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local out = {}
 if redis.call('EXISTS', stream) == 0 then return out end
 redis.pcall('XGROUP', 'CREATE', stream, group, '0')
-local function take(entries)
+local recorded = false
+-- ``again``: the entries were handed out before (a first hand-out has one attempt, no error).
+local function take(entries, again)
   for _, e in ipairs(entries) do
     local id, fields = e[1], e[2]
-    if fields then
-      out[#out + 1] = {id, fields, redis.call('HINCRBY', attempts, id, 1),
-                       redis.call('HGET', errors, id)}
+    if fields and again then
+      out[#out + 1] = {id, fields, handed_again(id), redis.call('HGET', errors, id)}
+      recorded = true
+    elseif fields then
+      out[#out + 1] = {id, fields, 1, false}
     end
   end
 end
@@ -323,13 +336,13 @@ for _, id in ipairs(due) do
   redis.call('ZREM', delayed, id)
   local got = redis.call('XCLAIM', stream, group, consumer, 0, id, 'FORCE')
   if #got == 0 then forget(id) end
-  take(got)
+  take(got, true)
 end
 local cursor, rounds = '0-0', 0
 while #out < limit and rounds < 100 do
   local r = redis.call('XAUTOCLAIM', stream, group, consumer, ARGV[4], cursor,
                        'COUNT', limit - #out)
-  take(r[2])
+  take(r[2], true)
   for _, id in ipairs(r[3] or {}) do forget(id) end
   cursor, rounds = r[1], rounds + 1
   if cursor == '0-0' then break end
@@ -337,9 +350,11 @@ end
 if #out < limit then
   local r = redis.call('XREADGROUP', 'GROUP', group, consumer, 'COUNT', limit - #out,
                        'STREAMS', stream, '>')
-  if r then take(r[1][2]) end
+  if r then take(r[1][2], false) end
 end
-refresh(ARGV[5], attempts)
+refresh(ARGV[5], stream)
+-- attempts, if this claim created it, has no TTL yet.
+if recorded then refresh(ARGV[5], attempts) end
 return out
 """
 )
@@ -414,6 +429,7 @@ local e = redis.call('XRANGE', stream, id, id)
 if #e == 0 then forget(id) return 0 end
 redis.call('ZADD', dead, tonumber(string.match(id, '^(%d+)')), id)
 redis.call('HSET', errors, id, ARGV[3])
+redis.call('HSETNX', attempts, id, 1)  -- its first hand-out, if it had no other
 local key = field(e[1][2], 'key')
 if key then redis.call('SET', ARGV[5] .. key, '1', 'EX', ARGV[6]) end
 touch(ARGV[4])
