@@ -45,10 +45,10 @@ class Core:
     #: ``Client.with_options`` gives a copy its own.
     timeout: Timeout
     retry: RetryPolicy
-    _fixed_urls: dict[tuple[str, ...], URL] = attrs.field(
+    _fixed: dict[tuple[str, ...], tuple[URL, str]] = attrs.field(
         factory=dict, init=False, eq=False, repr=False
     )
-    _routes: dict[tuple[str, ...], str] = attrs.field(
+    _items: dict[tuple[str, ...], tuple[URL, str]] = attrs.field(
         factory=dict, init=False, eq=False, repr=False
     )
     _decoders: dict[type[Any], Callable[[Any], Any]] = attrs.field(
@@ -73,31 +73,25 @@ class Core:
         url = endpoint(self.base_url, *segments)
         return url.with_query(params) if params else url
 
-    def fixed_url(self, *segments: str) -> URL:
-        """:meth:`url` of a constant endpoint (no ids in it), built once."""
-        url = self._fixed_urls.get(segments)
-        if url is None:
-            url = self._fixed_urls[segments] = endpoint(self.base_url, *segments)
-        return url
+    def fixed(self, *segments: str) -> tuple[URL, str]:
+        """:meth:`url` of a constant endpoint (no ids in it) and its route template, built once:
+        a request's metrics need not work the route out of each URL (the ``observe`` goals about
+        client metrics in ``benchmarks/RESULTS.md``)."""
+        found = self._fixed.get(segments)
+        if found is None:
+            url = endpoint(self.base_url, *segments)
+            found = self._fixed[segments] = (url, route_of(url)[0])
+        return found
 
-    def fixed_route(self, *segments: str) -> str:
-        """The route template of :meth:`fixed_url`, worked out once: a request's metrics need not
-        work it out of each URL (the ``observe`` goals about client metrics in
-        ``benchmarks/RESULTS.md``)."""
-        return self._route(segments, self.fixed_url(*segments))
-
-    def item_route(self, *collection: str) -> str:
-        """The route template of one item of the constant endpoint ``collection``
-        (``/v3/process/{process_id}``), worked out once, as :meth:`fixed_route`."""
-        prefix = self.fixed_url(*collection)
-        item = (*collection, "{item}")
-        return self._route(item, prefix.with_path(f"{prefix.raw_path}/item", encoded=True))
-
-    def _route(self, key: tuple[str, ...], url: URL) -> str:
-        route = self._routes.get(key)
-        if route is None:
-            route = self._routes[key] = route_of(url)[0]
-        return route
+    def _item(self, collection: tuple[str, ...]) -> tuple[URL, str]:
+        """The constant endpoint ``collection`` and the route template of one item under it
+        (``/v3/process/{process_id}``), built once."""
+        found = self._items.get(collection)
+        if found is None:
+            prefix, _ = self.fixed(*collection)
+            item = prefix.with_path(f"{prefix.raw_path}/item", encoded=True)
+            found = self._items[collection] = (prefix, route_of(item)[0])
+        return found
 
     def send(
         self, request: Request, decode: Callable[[Any], T], timeout: TimeoutArg = None
@@ -121,12 +115,10 @@ class Core:
         ``segments``: the constant path (built once), then the resource's id, quoted per call.
         ``floor_key``: the key of the poll floor this GET respects (see ``Request.floor_key``).
         """
-        *collection, item_id = segments
-        prefix = self.fixed_url(*collection)
-        url = prefix.with_path(f"{prefix.raw_path}/{quote(item_id, safe='')}", encoded=True)
+        prefix, route = self._item(segments[:-1])
+        url = prefix.with_path(f"{prefix.raw_path}/{quote(segments[-1], safe='')}", encoded=True)
         if width is not None or height is not None:
             url = url.with_query(dimensions(width, height))
-        route = self.item_route(*collection)
         request = Request(method="GET", url=url, floor_key=floor_key, route=route)
         return self.send(request, self.decoder(cls), timeout)
 

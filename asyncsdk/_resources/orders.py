@@ -59,10 +59,11 @@ class Orders:
             [("asset_file", upload) for upload in uploads],
             max_bytes=self._core.max_upload_bytes,
         )
+        url, route = self._core.fixed("v3", "order")
         request = Request(
             method="POST",
-            url=self._core.fixed_url("v3", "order"),
-            route=self._core.fixed_route("v3", "order"),
+            url=url,
+            route=route,
             form=form,
         )
         return await self._core.send(

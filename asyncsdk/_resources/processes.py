@@ -223,10 +223,11 @@ class Processes:
         }
         if process_group_id is not None:
             body["process_group_id"] = process_group_id
+        url, route = self._core.fixed("v3", "process")
         request = Request(
             method="POST",
-            url=self._core.fixed_url("v3", "process"),
-            route=self._core.fixed_route("v3", "process"),
+            url=url,
+            route=route,
             json=body,
             generation=True,
         )

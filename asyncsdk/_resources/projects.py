@@ -26,10 +26,11 @@ class Projects:
     async def create(self, address: str, *, timeout: TimeoutArg = None) -> Project:
         """Create a project for the property at ``address``."""
         require_text(address, "address")
+        url, route = self._core.fixed("v3", "project")
         request = Request(
             method="POST",
-            url=self._core.fixed_url("v3", "project"),
-            route=self._core.fixed_route("v3", "project"),
+            url=url,
+            route=route,
             json={"address": address},
         )
         return await self._core.send(request, model_decoder(self._core.converter, Project), timeout)

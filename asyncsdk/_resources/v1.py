@@ -35,10 +35,11 @@ class V1:
             [("image", to_upload(image))],
             max_bytes=self._core.max_upload_bytes,
         )
+        url, route = self._core.fixed("v1", "order", "image")
         request = Request(
             method="POST",
-            url=self._core.fixed_url("v1", "order", "image"),
-            route=self._core.fixed_route("v1", "order", "image"),
+            url=url,
+            route=route,
             form=form,
         )
         return await self._core.send(
