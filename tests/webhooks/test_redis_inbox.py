@@ -163,6 +163,23 @@ async def test_an_ack_keeps_the_dedup_key_for_the_retention_whichever_node_acks(
         await there.close()
 
 
+async def test_one_ack_many_takes_ten_thousand_ids(
+    redis_url: str, redis_prefix: str, raw_redis: redis.asyncio.Redis
+) -> None:
+    # A script call takes a batch of ids; Lua unpacks at most about 8,000 values at once.
+    inbox = RedisInbox(redis_url, prefix=redis_prefix)
+    try:
+        for name in ("p-1", "p-2"):
+            await inbox.put(event(name), name.encode())
+        entries = await inbox.claim_batch("c1", 10)
+        unknown = [f"1-{n}" for n in range(10_000)]
+        await inbox.ack_many([entries[0].id, *unknown, entries[1].id])
+        assert await inbox.pending_count() == 0
+        assert await raw_redis.xlen(f"{redis_prefix}inbox:stream") == 0
+    finally:
+        await inbox.close()
+
+
 async def test_every_key_is_under_the_prefix_and_expires(
     redis_url: str, redis_prefix: str, raw_redis: redis.asyncio.Redis
 ) -> None:

@@ -82,6 +82,8 @@ _MARK_EVERY: Final = 1.0
 """Seconds between the checks of the sequence sent with claims (puts check it each time)."""
 _MAX_REPLICA_TIMEOUT: Final = 5.0
 """Longest ``replica_timeout``: well within the socket timeout of the inbox's connections."""
+_ACK_AT_MOST: Final = 1000
+"""Ids per ACK script call (Lua unpacks at most about 8,000 values at once)."""
 _HELD_AT_MOST: Final = 100_000
 """Entries whose dedup key an inbox remembers for their acks: far more than a node's workers hold
 at once; past it the oldest is forgotten (its ack then reads the entry)."""
@@ -396,17 +398,23 @@ class RedisInbox:
         await self.ack_many((entry_id,))
 
     async def ack_many(self, entry_ids: Sequence[str]) -> None:
-        """:meth:`ack` for every id, in one script call (sent in the next pipeline)."""
+        """:meth:`ack` for every id, in one script call per 1,000 ids (sent in the next
+        pipeline)."""
         held: list[str] = []
         for entry_id in entry_ids:
             if _scripts.is_entry_id(entry_id):
                 held += (entry_id, self._held.pop(entry_id, ""))
-        if held:
-            await self._batched(
-                "ACK",
-                list(self._keys.keys),
-                [_scripts.GROUP, self._keys.dedup_prefix, self._ttl, *held],
+        step = 2 * _ACK_AT_MOST
+        await asyncio.gather(
+            *(
+                self._batched(
+                    "ACK",
+                    list(self._keys.keys),
+                    [_scripts.GROUP, self._keys.dedup_prefix, self._ttl, *held[at : at + step]],
+                )
+                for at in range(0, len(held), step)
             )
+        )
 
     def new_writes(self) -> RedisWrites:
         """An empty :class:`RedisWrites` for the ``atomic=True`` handlers of one entry."""
