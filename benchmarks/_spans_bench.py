@@ -87,7 +87,11 @@ def _items(unit: str, count: int, round_number: int) -> list[Any]:
     """Fresh arguments for one block: new URLs and events, as each request brings its own."""
     ids = [f"pr-{round_number}-{number}" for number in range(count)]
     if unit == "client attempt":
-        return [Request(method="GET", url=BASE / "v3" / "process" / pid) for pid in ids]
+        # The route template, as the client's builders name it on the requests they make.
+        route = "/v3/process/{process_id}"
+        return [
+            Request(method="GET", url=BASE / "v3" / "process" / pid, route=route) for pid in ids
+        ]
     return [
         InboxEntry(
             id=f"{number}-0",
