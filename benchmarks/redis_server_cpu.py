@@ -117,9 +117,17 @@ def _snapshot(url: str) -> dict[str, float]:
     return found
 
 
-def _load(variant: str, deliveries: int, folder: Path, url: str, measured: Callable[[], T]) -> T:
+def _load(
+    variant: str,
+    deliveries: int,
+    folder: Path,
+    url: str,
+    start: Callable[[], T],
+    end: Callable[[], T],
+) -> tuple[T, T]:
     """Serve ``variant`` on the Redis at ``url``, warm it up, then post ``deliveries`` new ones and
-    wait until its workers have acked them: ``measured()`` is called before and after those."""
+    wait until its workers have acked them: what ``start()`` gives before those, and ``end()``
+    after."""
     run = uuid.uuid4().hex[:10]
     (folder / run).mkdir()
     child = Child(
@@ -129,7 +137,7 @@ def _load(variant: str, deliveries: int, folder: Path, url: str, measured: Calla
     try:
         address = child.ready()["url"]
         refused = asyncio.run(_deliver(address, max(200, deliveries // 5), "warm-" + run))
-        measured()
+        before = start()
         refused += asyncio.run(_deliver(address, deliveries, run))
         deadline = time.monotonic() + SETTLE_WITHIN
         while variant != "redis-peer":
@@ -138,28 +146,26 @@ def _load(variant: str, deliveries: int, folder: Path, url: str, measured: Calla
             if stats["processed"] >= stats["accepted"] or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
-        after = measured()
+        after = end()
     finally:
         child.stop()
     if refused:
         raise SystemExit(f"{variant}: {refused} deliveries not answered 200")
-    return after
+    return before, after
 
 
 def instructions(variant: str, deliveries: int, folder: Path) -> float:
     """The Redis server's instructions per delivery of ``variant`` (callgrind)."""
     out = folder / f"redis-{variant}-{uuid.uuid4().hex[:10]}.callgrind"
     with own_redis(folder, callgrind_wrapper(out)) as (url, pid):
-        switched: list[str] = []
-
-        def switch() -> None:
-            if not switched:
-                _callgrind(pid, "--instr=on")
-            else:
-                _callgrind(pid, "--dump")
-            switched.append("")
-
-        _load(variant, deliveries, folder, url, switch)
+        _load(
+            variant,
+            deliveries,
+            folder,
+            url,
+            lambda: _callgrind(pid, "--instr=on"),
+            lambda: _callgrind(pid, "--dump"),
+        )
     return counted_instructions(out) / deliveries
 
 
@@ -167,9 +173,9 @@ def measure(variant: str, deliveries: int, folder: Path) -> dict[str, float]:
     """Per delivery of ``variant`` on a Redis of its own: ``cpu_us``, ``calls``, ``usec``, and
     ``calls:<command>`` for each command the server ran."""
     with own_redis(folder) as (url, _):
-        snapshots: list[dict[str, float]] = []
-        _load(variant, deliveries, folder, url, lambda: snapshots.append(_snapshot(url)))
-    before, after = snapshots
+        before, after = _load(
+            variant, deliveries, folder, url, lambda: _snapshot(url), lambda: _snapshot(url)
+        )
     per = {key: (after[key] - before.get(key, 0.0)) / deliveries for key in after}
     calls = sum(value for key, value in per.items() if key.startswith("calls:"))
     usec = sum(value for key, value in per.items() if key.startswith("usec:"))
