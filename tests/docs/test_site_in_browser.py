@@ -254,9 +254,10 @@ async def search(watched: Watched, query: str, answered: Callable[[list[str]], b
 
     The search index loads in a worker after the page, which takes seconds with the suite's
     other browsers on the same cores: the query is typed again until results show (for at most
-    45 s).  Results for the part typed so far ("webh") may show before those for the whole
-    query: they are read again until ``answered`` holds of them, for at most 5 s, and the last
-    read is returned either way."""
+    45 s).  Each keystroke starts a search in the worker, so the whole query's results can come
+    seconds after its last key: each typing waits 5 s for them.  Results for the part typed so
+    far ("webh") may show before those for the whole query: they are read again until
+    ``answered`` holds of them, for at most 5 s, and the last read is returned either way."""
     from playwright.async_api import TimeoutError as NoResultYet  # installed: a browser runs
 
     field = "input.md-search__input"
@@ -266,7 +267,7 @@ async def search(watched: Watched, query: str, answered: Callable[[list[str]], b
         await watched.page.type(field, query)
         try:
             await watched.page.wait_for_selector(
-                ".md-search-result__item", state="attached", timeout=500
+                ".md-search-result__item", state="attached", timeout=5_000
             )
         except NoResultYet:  # the index is not loaded yet
             continue
