@@ -5,7 +5,8 @@ bedroom sample per key, all at once, on ``JOURNAL`` (``sqlite:PATH``, ``postgres
 DSN in ``ASYNCSDK_TEST_POSTGRES_DSN``, or ``redis:PREFIX`` with the URL in
 ``ASYNCSDK_TEST_REDIS_URL``); the API key in ``ASYNCSDK_API_KEY``; the journal's lease in
 ``KEYED_CHILD_LEASE`` (seconds, default 60).  Prints one JSON
-object, each key's process id and status, and exits 0.
+object, each key's process id and status, and exits 0.  On SIGUSR1 it prints where each of its
+tasks waits to stderr, which the tests ask for before they kill a child that did not finish.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
+import types
 
 from asyncsdk import (
     Client,
@@ -41,7 +44,23 @@ async def open_journal(spec: str) -> Journal:
     return await PostgresJournal.connect(dsn, schema=where, lease=lease)
 
 
+def print_tasks() -> None:
+    """Where each task of this process waits, to stderr: the line of every coroutine down its
+    chain of awaits, then what the innermost one awaits."""
+    for task in asyncio.all_tasks():
+        print(f"--- {task.get_name()}", file=sys.stderr)
+        awaited: object = task.get_coro()
+        while isinstance(awaited, types.CoroutineType):
+            frame = awaited.cr_frame
+            if frame is not None:
+                print(f"  {frame.f_code.co_filename}:{frame.f_lineno}", file=sys.stderr)
+            awaited = awaited.cr_await
+        print(f"  awaits {awaited!r}", file=sys.stderr)
+    sys.stderr.flush()
+
+
 async def main(base_url: str, journal_spec: str, keys: list[str]) -> None:
+    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, print_tasks)
     journal = await open_journal(journal_spec)
     try:
         async with Client(

@@ -38,6 +38,7 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = ["listing-1/bedroom", "listing-2/bedroom", "listing-3/bedroom"]
 HELD = 30.0  # seconds a chaos rule holds a request: far longer than any test waits
+FINISHED_WITHIN = 120.0  # seconds a child may take to finish its runs
 
 
 async def start_child(
@@ -60,8 +61,20 @@ async def start_child(
 
 
 async def finished(child: asyncio.subprocess.Process) -> dict[str, list[str]]:
-    """The child's answer: each key's process id and status."""
-    out, err = await asyncio.wait_for(child.communicate(), 120)
+    """The child's answer: each key's process id and status.  A child that has not answered in
+    120 s is asked where its tasks wait, then killed (never left running after its test), and
+    the test fails with what it printed."""
+    talk = asyncio.ensure_future(child.communicate())
+    if not (await asyncio.wait({talk}, timeout=FINISHED_WITHIN))[0]:
+        child.send_signal(signal.SIGUSR1)
+        await asyncio.sleep(1)
+        child.kill()
+        _, err = await talk
+        raise AssertionError(
+            f"the child did not finish in {FINISHED_WITHIN:g} s; where its tasks waited:\n"
+            + err.decode(errors="replace")[-20_000:]
+        )
+    out, err = talk.result()
     assert child.returncode == 0, err.decode()
     answer: dict[str, list[str]] = json.loads(out)
     return answer
