@@ -41,8 +41,9 @@ from asyncsdk.sandbox import Sandbox, SandboxConfig
 from ._shared import SLOT, STAGING_WIDGETS, TOOL, photo, sandbox_client
 
 MAX_RETRIES = 3
-TOTAL_TIMEOUT = 1.0  # seconds per attempt, ample on a busy machine; the slow switches take longer
-SLOW = 2.0
+TOTAL_TIMEOUT = 2.0  # seconds per attempt under a switch that stalls: the client gives up first
+SLOW = 4.0
+STALLING = frozenset({"slow", "slow_body"})
 PAST_DATE = email.utils.formatdate(time.time() - 60, usegmt=True)
 
 
@@ -127,10 +128,18 @@ async def sb() -> AsyncIterator[Sandbox]:
 
 @pytest.fixture
 async def client(sb: Sandbox) -> AsyncIterator[Client]:
-    async with sandbox_client(
-        sb, max_retries=MAX_RETRIES, timeout=Timeout(connect=5.0, total=TOTAL_TIMEOUT)
-    ) as sdk:
+    async with sandbox_client(sb, max_retries=MAX_RETRIES) as sdk:
         yield sdk
+
+
+def under(client: Client, rule: dict[str, Any]) -> Client:
+    """``client`` for the request a chaos ``rule`` meets.  Where the rule stalls the answer,
+    each attempt gives up after ``TOTAL_TIMEOUT`` s, before the stall (``SLOW``) ends; under any
+    other, the client's own 10 s, which an upload on a busy machine can need (one took over
+    1 s)."""
+    if rule.get("kind") in STALLING:
+        return client.with_options(timeout=Timeout(connect=5.0, total=TOTAL_TIMEOUT))
+    return client
 
 
 def believed(result: tuple[str, ...] | None, error: BaseException | None) -> int | None:
@@ -178,7 +187,7 @@ async def test_get_process(sb: Sandbox, client: Client, name: str) -> None:
     sb.chaos.add(method="GET", path="/v3/process/{id}", **fault.rule)
 
     result, error = await outcome(
-        lambda: _ids_of(client.processes.get(process_id)),
+        lambda: _ids_of(under(client, fault.rule).processes.get(process_id)),
     )
 
     check_error(error, fault.get)
@@ -203,7 +212,7 @@ async def test_create_process(sb: Sandbox, client: Client, name: str) -> None:
     sb.chaos.add(method="POST", path="/v3/process", **fault.rule)
 
     async def create() -> tuple[str, ...]:
-        answer = await client.processes.create(
+        answer = await under(client, fault.rule).processes.create(
             order.order_id, TOOL, {SLOT: order.assets[0].id}, STAGING_WIDGETS
         )
         return answer.process_ids
@@ -232,7 +241,7 @@ async def test_create_order(sb: Sandbox, client: Client, name: str) -> None:
     sb.chaos.add(method="POST", path="/v3/order", **fault.rule)
 
     async def create() -> tuple[str, ...]:
-        return ((await client.orders.create(photo())).order_id,)
+        return ((await under(client, fault.rule).orders.create(photo())).order_id,)
 
     result, error = await outcome(create)
 
@@ -283,11 +292,12 @@ async def test_random_faults_never_duplicate_a_process(sb: Sandbox, client: Clie
     ):
         sb.chaos.add(method="POST", path="/v3/process", times=None, probability=0.08, **rule)
 
+    creating = under(client, {"kind": "slow_body"})  # the mix stalls some answers
     outcomes = []
     for order in orders:
 
         async def create(order_id: str = order.order_id, asset: str = order.assets[0].id) -> Any:
-            answer = await client.processes.create(order_id, TOOL, {SLOT: asset}, STAGING_WIDGETS)
+            answer = await creating.processes.create(order_id, TOOL, {SLOT: asset}, STAGING_WIDGETS)
             return answer.process_ids
 
         outcomes.append(await outcome(create))
