@@ -163,6 +163,40 @@ async def test_an_ack_keeps_the_dedup_key_for_the_retention_whichever_node_acks(
         await there.close()
 
 
+async def test_a_retention_of_one_second_is_renewed_while_puts_come(
+    redis_url: str, redis_prefix: str, raw_redis: redis.asyncio.Redis
+) -> None:
+    # The keys are renewed when their TTL is a second (half of it, under two seconds) short of
+    # the retention: with a retention of one second, puts every 0.2 s keep the stream alive.
+    inbox = RedisInbox(redis_url, prefix=redis_prefix, retention=1)
+    try:
+        for number in range(12):
+            assert await inbox.put(event(f"p-{number}"), b"{}") is True
+            await asyncio.sleep(0.2)
+        assert await raw_redis.xlen(f"{redis_prefix}inbox:stream") == 12
+        assert len(await inbox.claim_batch("c1", 20)) == 12
+    finally:
+        await inbox.close()
+
+
+async def test_a_client_of_another_encoding_acks_with_the_dedup_key_as_stored(
+    redis_url: str, redis_prefix: str
+) -> None:
+    # The dedup key is JSON text with the process id as given; a client encoding latin-1 writes
+    # it so.  The node that claims the entry sends the key back as the bytes it read.
+    client = redis.asyncio.Redis.from_url(redis_url, encoding="latin-1")
+    inbox = RedisInbox(prefix=redis_prefix, client=client)
+    try:
+        assert await inbox.put(event("p-\u00fc"), b"{}") is True
+        (entry,) = await inbox.claim_batch("c1", 10)
+        await inbox.ack(entry.id)
+        assert await inbox.pending_count() == 0
+        assert await inbox.put(event("p-\u00fc"), b"{}") is False
+    finally:
+        await inbox.close()
+        await client.aclose()
+
+
 async def test_one_ack_many_takes_ten_thousand_ids(
     redis_url: str, redis_prefix: str, raw_redis: redis.asyncio.Redis
 ) -> None:

@@ -18,6 +18,7 @@ import asyncio
 import functools
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -189,8 +190,8 @@ class RedisInbox:
     _next_mark: float = attrs.field(default=0.0, init=False)
     _persistence_read: tuple[float, Persistence] | None = attrs.field(default=None, init=False)
     """``time.monotonic()`` of the last persistence read for :meth:`stats`, and what it gave."""
-    _held: dict[str, str] = attrs.field(factory=dict, init=False)
-    """The dedup key text of each entry this inbox handed out and that was not settled through it
+    _held: OrderedDict[str, str | bytes] = attrs.field(factory=OrderedDict, init=False)
+    """The dedup key of each entry this inbox handed out and that was not settled through it
     yet, oldest first, at most ``_HELD_AT_MOST``: their acks need not read the entries back (the
     server's work per delivery, ``python -m benchmarks.redis_server_cpu``).  An ack of an id not
     here has the script read it."""
@@ -360,9 +361,9 @@ class RedisInbox:
         self._note_held(entry.id, dedup)
         return entry
 
-    def _note_held(self, entry_id: str, dedup: str) -> None:
+    def _note_held(self, entry_id: str, dedup: str | bytes) -> None:
         if len(self._held) >= _HELD_AT_MOST:
-            del self._held[next(iter(self._held))]
+            self._held.popitem(last=False)
         self._held[entry_id] = dedup
 
     async def claim_batch(self, consumer: str, limit: int) -> list[InboxEntry]:
@@ -400,7 +401,7 @@ class RedisInbox:
     async def ack_many(self, entry_ids: Sequence[str]) -> None:
         """:meth:`ack` for every id, in one script call per 1,000 ids (sent in the next
         pipeline)."""
-        held: list[str] = []
+        held: list[str | bytes] = []
         for entry_id in entry_ids:
             if _scripts.is_entry_id(entry_id):
                 held += (entry_id, self._held.pop(entry_id, ""))

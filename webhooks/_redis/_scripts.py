@@ -109,8 +109,9 @@ def parse_entry(row: Sequence[object]) -> InboxEntry:
     return parse_held(row)[0]
 
 
-def parse_held(row: Sequence[object]) -> tuple[InboxEntry, str]:
-    """:func:`parse_entry`, and the entry's dedup key text ('' if it has none) for its ack."""
+def parse_held(row: Sequence[object]) -> tuple[InboxEntry, bytes]:
+    """:func:`parse_entry`, and the entry's dedup key as stored (b'' if it has none) for its ack:
+    bytes, sent back as they are, whatever the client's encoding."""
     entry_id, fields, attempts, error = row
     if not isinstance(entry_id, bytes) or not isinstance(fields, list):
         raise InboxError(f"unexpected reply from an inbox script: {row!r}")
@@ -125,7 +126,7 @@ def parse_held(row: Sequence[object]) -> tuple[InboxEntry, str]:
         last_error=error.decode("utf-8", "replace") if isinstance(error, bytes) else None,
         received_at=float(data[b"at"]),
     )
-    return entry, key.decode() if isinstance(key, bytes) else ""
+    return entry, bytes(key) if isinstance(key, bytes) else b""
 
 
 def result_key(prefix: str, process_id: str) -> str:
@@ -156,11 +157,13 @@ local function touch(ttl)
   for i = 1, 5 do redis.call('EXPIRE', KEYS[i], ttl) end
 end
 """,
-    # touch, unless it was done less than a second ago: ``probe`` is a key every touch renews and
-    # that lost its TTL if it was created since (one PTTL in place of five EXPIREs per delivery).
+    # touch, unless it was done less than a second ago (half the TTL, for a TTL under two
+    # seconds): ``probe`` is a key every touch renews and that lost its TTL if it was created
+    # since (one PTTL in place of five EXPIREs per delivery).
     "refresh": """
 local function refresh(ttl, probe)
-  if redis.call('PTTL', probe) < tonumber(ttl) * 1000 - 1000 then touch(ttl) end
+  local ms = tonumber(ttl) * 1000
+  if redis.call('PTTL', probe) < ms - math.min(1000, ms / 2) then touch(ttl) end
 end
 """,
     "field": """
