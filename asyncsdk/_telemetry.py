@@ -75,9 +75,22 @@ def route_of(url: URL) -> tuple[str, dict[str, str]]:
     return ("/".join(segments) if ids else raw), ids
 
 
+def _ids_at(route: str, url: URL) -> dict[str, str]:
+    """The ids of ``url``'s path at the ``{name}`` segments of ``route``, its template (the two
+    aligned from their ends): an id is whatever stands there, a word of the paths included."""
+    ids: dict[str, str] = {}
+    pairs = zip(reversed(route.split("/")), reversed(url.raw_path.split("/")), strict=False)
+    for template, segment in pairs:
+        if template.startswith("{") and template.endswith("}"):
+            ids[template[1:-1]] = unquote(segment) if "%" in segment else segment
+    return ids
+
+
 def log_fields(request: Request) -> dict[str, str]:
-    """The ``extra`` of a log record about ``request``: the process id its path names, if any."""
-    _, ids = route_of(request.url)
+    """The ``extra`` of a log record about ``request``: the process id its path names, if any
+    (at its route's parameter when its builder named the route)."""
+    route, url = request.route, request.url
+    ids = route_of(url)[1] if route is None else _ids_at(route, url)
     return {"process_id": ids["process_id"]} if "process_id" in ids else {}
 
 
@@ -234,7 +247,7 @@ class _Attempt:
             attributes["server.port"] = url.port
         if self._attempt:
             attributes["http.request.resend_count"] = self._attempt
-        ids = self._ids if self._ids is not None else route_of(url)[1]
+        ids = self._ids if self._ids is not None else _ids_at(self._route, url)
         if "process_id" in ids:
             attributes[PROCESS_ID_ATTRIBUTE] = ids["process_id"]
         if self._status:
@@ -334,7 +347,7 @@ class ClientTelemetry:
     def retried(self, request: Request, reason: str) -> None:
         """``request`` is sent again because of ``reason`` (a status or an error type)."""
         if self.retries is not None:
-            route, _ = route_of(request.url)
+            route = request.route if request.route is not None else route_of(request.url)[0]
             self.retries.labels(request.method, route, reason).inc()
 
     @contextmanager

@@ -105,6 +105,31 @@ async def test_an_id_holding_a_slash_stays_one_id_and_adds_no_endpoint(
     assert {span.name for span in spans} == {"GET /v3/process/{process_id}"}
 
 
+async def test_an_id_spelled_like_a_word_of_the_paths_is_still_the_id(
+    fake: FakeService, make_client: MakeClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    # "order" is a word of the service's paths (/v1/order/image); as a process id it is an id
+    # all the same: one endpoint label for every series, and the id on the span and the logs.
+    caplog.set_level(logging.DEBUG, logger="asyncsdk")
+    provider, exporter = tracing()
+    telemetry = ClientTelemetry(metrics=True, tracing=provider)
+    client = make_client(telemetry=telemetry)
+    fake.script(
+        "GET", "/v3/process/order", Reply(status=503), Reply(json=process_json("order", "done"))
+    )
+    await client.processes.get("order")
+
+    endpoints = {labels["endpoint"] for _, labels, _ in samples(telemetry) if "endpoint" in labels}
+    assert endpoints == {"/v3/process/{process_id}"}
+    assert [attributes(span)[PROCESS_ID_ATTRIBUTE] for span in exporter.get_finished_spans()] == [
+        "order",
+        "order",
+    ]
+    assert {getattr(r, "process_id", None) for r in caplog.records if r.name == "asyncsdk"} == {
+        "order"
+    }
+
+
 async def test_each_attempt_is_a_client_span_without_secrets(
     fake: FakeService, make_client: MakeClient
 ) -> None:
