@@ -265,7 +265,10 @@ class Intake(Generic[E]):
                 return self._refuse(rejection, close=True)
 
         length = headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > self.max_body:
+        declared = (
+            int(length) if length is not None and length.isascii() and length.isdigit() else 0
+        )
+        if declared > self.max_body:
             return self._refuse(self._too_large())
         rejection = check_content_type(headers.get("content-type")) or check_content_encoding(
             headers.get("content-encoding"), body.decoded

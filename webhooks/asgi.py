@@ -13,8 +13,11 @@
     app.mount("/hooks", hooks)
 
 Routes under the mount: ``POST /`` and ``POST /{token}``; any other ``POST`` under it is
-answered 404 naming the URL to deliver to.  Served on its own (``uvicorn module:hooks``), it
-starts and drains the receiver with the ASGI ``lifespan`` messages.  Needs no web framework.
+answered 404 naming the URL to deliver to, any other method 405, and a WebSocket is refused.
+(Starlette's router answers ``POST /hooks``, without the slash, with a 307 to ``/hooks/``
+before the receiver sees it: give senders the URL with its slash.)  Served on its own
+(``uvicorn module:hooks``), it starts and drains the receiver with the ASGI ``lifespan``
+messages.  Needs no web framework.
 """
 
 from __future__ import annotations
@@ -122,6 +125,9 @@ class ReceiverASGI:
             await self._http(scope, receive, send)
         elif scope["type"] == "lifespan":
             await self._lifespan(receive, send)
+        elif scope["type"] == "websocket":  # closed before it is accepted: the server says 403
+            await receive()
+            await send({"type": "websocket.close"})
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -139,22 +145,42 @@ class ReceiverASGI:
                 return
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        root = scope.get("root_path", "")
-        full: str = scope["path"]
-        # Starlette's Mount keeps the full path and adds the prefix to root_path.
-        path = full[len(root) :] if root and full.startswith(root) else full
-        mount = full[: len(full) - len(path)]
+        path, mount = _below_mount(scope)
+        http1 = scope.get("http_version", "1.1") in ("1.0", "1.1")
         if scope["method"] != "POST":
-            await _send(send, Answer(405, {"Allow": "POST"}, b""))
+            await _send(send, Answer(405, {"Allow": "POST"}, b""), http1=http1)
             return
         rest = path[1:]
         if path == "" or "/" in rest:
             error = self._misrouted.error(f"{mount.rstrip('/')}/")
-            await _send(send, _json(404, {"error": error}))
+            await _send(send, _json(404, {"error": error}), http1=http1)
             return
         params = MappingProxyType({TOKEN_PARAM: rest}) if rest else _NO_PARAMS
         answer = await self._intake.deliver(params, _headers(scope), _ASGIBody(receive))
-        await _send(send, answer)
+        await _send(send, answer, http1=http1)
+
+
+def _below_mount(scope: Scope) -> tuple[str, str]:
+    """The request's path below the receiver's mount, and the mount's path as the sender
+    addressed it (``root_path``).
+
+    Starlette's ``Mount`` adds its prefix to ``root_path`` and keeps the whole path, as uvicorn
+    (from 0.26) does with ``--root-path``.  A server that leaves its own ``--root-path`` out of
+    the path (hypercorn) leaves it out of ``app_root_path`` too: the mount's part is the rest.
+    """
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    if not root:
+        return path, ""
+    for prefix in (root, _mount_part(root, scope.get("app_root_path", ""))):
+        if prefix and (path == prefix or path.startswith(prefix + "/")):
+            return path[len(prefix) :], root
+    return path, root
+
+
+def _mount_part(root: str, app_root: str) -> str:
+    """What a mount added to ``root_path`` past the application's own root."""
+    return root[len(app_root) :] if app_root and root.startswith(app_root) else ""
 
 
 class _RedactingFilter(logging.Filter):
@@ -189,13 +215,15 @@ def _dumps(content: dict[str, str]) -> bytes:
     return json.dumps(content).encode()
 
 
-async def _send(send: Send, answer: Answer) -> None:
+async def _send(send: Send, answer: Answer, *, http1: bool) -> None:
+    """Send ``answer``; over HTTP/1, one that closes says so (HTTP/2 has no such header: the
+    server ends the stream)."""
     headers = [
         (name.lower().encode("latin-1"), value.encode("latin-1"))
         for name, value in answer.headers.items()
     ]
     headers.append((b"content-length", str(len(answer.body)).encode()))
-    if answer.close:
+    if answer.close and http1:
         headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": answer.status, "headers": headers})
     await send({"type": "http.response.body", "body": answer.body})
