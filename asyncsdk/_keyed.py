@@ -392,11 +392,12 @@ class KeyedRuns:
     @contextlib.asynccontextmanager
     async def _held(self, key: str, owner: str) -> AsyncIterator[None]:
         """The lease on ``key`` renewed while the block runs, and given up after it."""
-
-        renewing = asyncio.create_task(self._renewing(key, owner))
+        ended = asyncio.Event()
+        renewing = asyncio.create_task(self._renewing(key, owner, ended))
         try:
             yield
         finally:
+            ended.set()
             renewing.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewing
@@ -404,10 +405,14 @@ class KeyedRuns:
             with contextlib.suppress(JournalError):
                 await self.journal.release(key, owner)
 
-    async def _renewing(self, key: str, owner: str) -> None:
-        """Renew the lease every third of it, until the journal says it is held no more."""
+    async def _renewing(self, key: str, owner: str, ended: asyncio.Event) -> None:
+        """Renew the lease every third of it, until the run has ``ended`` or the journal says
+        it is held no more.  ``ended`` as well as the task's cancellation: a store's driver can
+        lose a cancellation that lands as its answer arrives (on Python 3.11, redis-py sends
+        each command through ``asyncio.wait_for``, which then returns the answer instead), and
+        the renewal would go on for good."""
         held = True
-        while held:
+        while held and not ended.is_set():
             await asyncio.sleep(self.journal.lease / 3)
             with contextlib.suppress(JournalError):  # out of reach for now: try again later
                 held = await self.journal.renew(key, owner)

@@ -7,6 +7,7 @@ process at every step of its runs and restarts it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import os
 import socket
@@ -17,6 +18,7 @@ import pytest
 from asyncsdk import (
     BadRequestError,
     ConfigurationError,
+    Journal,
     JournalError,
     KeyReusedError,
     ProcessStatus,
@@ -28,7 +30,7 @@ from asyncsdk import (
     WaitTimeoutError,
 )
 from asyncsdk.samples import path as sample
-from asyncsdk.sandbox import Sandbox
+from asyncsdk.sandbox import Sandbox, SandboxConfig
 
 STAGING = {"space": "bedroom", "style": "modern"}
 ROOM = sample("bedroom-empty.jpg")
@@ -55,6 +57,47 @@ async def test_a_key_run_again_returns_the_first_process_and_creates_none(
     assert sandbox.stats.processes_created == 1
     assert sandbox.stats.orders_created == 1
     assert os.stat(journal_path).st_mode & 0o777 == 0o600  # it names the account's orders
+
+
+class LosesCancellations:
+    """A journal on SQLite whose renewal, once it has renewed, waits and answers even when it
+    is cancelled, as a store's driver can on Python 3.11 (redis-py sends each command through
+    ``asyncio.wait_for``, which returns the answer when a cancellation lands as it arrives)."""
+
+    def __init__(self, inner: SQLiteJournal) -> None:
+        self.inner = inner
+        self.lease = inner.lease
+        self.claim = inner.claim
+        self.advance = inner.advance
+        self.release = inner.release
+        self.get = inner.get
+        self.unfinished = inner.unfinished
+        self.close = inner.close
+
+    async def renew(self, key: str, owner: str) -> bool:
+        held = await self.inner.renew(key, owner)
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.Event().wait()  # the answer on its way when the cancellation comes
+        return held
+
+
+async def test_a_run_ends_though_its_renewal_loses_the_cancellation(journal_path: Path) -> None:
+    journal: Journal = LosesCancellations(SQLiteJournal(journal_path, lease=0.3))
+    async with (
+        Sandbox(SandboxConfig(processing_delay=0.5)) as sb,
+        sb.client(journal=journal) as client,
+    ):
+        run = asyncio.ensure_future(
+            client.run(ToolSlug.VIRTUAL_STAGING, ROOM, widgets=STAGING, key="l-7/bed")
+        )
+        ended, _ = await asyncio.wait({run}, timeout=10)
+        assert ended, "the run never returned: its lease was still being renewed"
+        process = run.result()
+        entry = await journal.get("l-7/bed")
+    await journal.close()
+    assert process.status == ProcessStatus.DONE
+    assert entry is not None
+    assert (entry.stage, entry.owner) == (RunStage.FINISHED, "")  # the lease was given up
 
 
 async def test_other_spellings_of_the_same_widgets_are_the_same_run(
