@@ -86,11 +86,14 @@ def _ids_at(route: str, url: URL) -> dict[str, str]:
     return ids
 
 
+def _route(request: Request) -> str:
+    """The route template of ``request``: as its builder named it, else read off its path."""
+    return request.route if request.route is not None else route_of(request.url)[0]
+
+
 def log_fields(request: Request) -> dict[str, str]:
-    """The ``extra`` of a log record about ``request``: the process id its path names, if any
-    (at its route's parameter when its builder named the route)."""
-    route, url = request.route, request.url
-    ids = route_of(url)[1] if route is None else _ids_at(route, url)
+    """The ``extra`` of a log record about ``request``: the process id its path names, if any."""
+    ids = _ids_at(_route(request), request.url)
     return {"process_id": ids["process_id"]} if "process_id" in ids else {}
 
 
@@ -170,7 +173,6 @@ class _Attempt:
 
     __slots__ = (
         "_attempt",
-        "_ids",
         "_method",
         "_owner",
         "_recording",
@@ -184,13 +186,9 @@ class _Attempt:
     def __init__(self, owner: ClientTelemetry, request: Request, attempt: int) -> None:
         self._owner = owner
         self._method = method = request.method
-        self._url = url = request.url
+        self._url = request.url
         self._attempt = attempt
-        route, ids = request.route, None
-        if route is None:  # the builder did not name it: read it off the path
-            route, ids = route_of(url)
-        self._route = route
-        self._ids: dict[str, str] | None = ids  # read off the path when a recorded span ends
+        self._route = _route(request)  # its ids are read at its parameters if a span records
         self._status = 0
         self._span: Span | None = None
         self._recording = False
@@ -247,7 +245,7 @@ class _Attempt:
             attributes["server.port"] = url.port
         if self._attempt:
             attributes["http.request.resend_count"] = self._attempt
-        ids = self._ids if self._ids is not None else _ids_at(self._route, url)
+        ids = _ids_at(self._route, url)
         if "process_id" in ids:
             attributes[PROCESS_ID_ATTRIBUTE] = ids["process_id"]
         if self._status:
@@ -347,8 +345,7 @@ class ClientTelemetry:
     def retried(self, request: Request, reason: str) -> None:
         """``request`` is sent again because of ``reason`` (a status or an error type)."""
         if self.retries is not None:
-            route = request.route if request.route is not None else route_of(request.url)[0]
-            self.retries.labels(request.method, route, reason).inc()
+            self.retries.labels(request.method, _route(request), reason).inc()
 
     @contextmanager
     def generation_slot(self) -> Iterator[None]:
